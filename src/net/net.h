@@ -1,0 +1,107 @@
+/*
+ * net.h - how frames move. The core only sees this interface: open a transport for
+ * (interface, endpoint), send whole frames, receive bursts of frames as zero-copy views,
+ * and a file descriptor to sleep on. Implementations: AF_PACKET (packet.c), an in-memory hub
+ * for unit tests (mem.c), and a fault-injecting wrapper around either (fault.c).
+ */
+#ifndef OMX_NET_H
+#define OMX_NET_H
+
+#include <net/if.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct omx_iface_info {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	uint8_t mac[6];
+	uint32_t mtu; /* interface (L3) MTU as the kernel reports it */
+	int up;       /* IFF_UP and IFF_RUNNING */
+	int loopback; /* IFF_LOOPBACK */
+	int numa_node;           /* -1 if unknown */
+	char driver[32];         /* kernel driver name, "" if unknown */
+};
+
+/* Look an interface up by name (ioctl/sysfs). Returns 0 or -errno (-ENODEV if missing). */
+int omx_iface_query(const char *name, struct omx_iface_info *out);
+
+struct omx_net;
+
+/* Receive callback: frame is a view valid only during the call (points into the RX ring). */
+typedef void (*omx_net_rx_fn)(void *arg, const uint8_t *frame, size_t len);
+
+struct omx_net_ops {
+	/* Send one complete frame (Ethernet header included) gathered from iov. Frames shorter than
+	 * 60 bytes are padded by the caller (the wire encoder does it). 0 or -errno; -EAGAIN/-ENOBUFS
+	 * mean "try again later" and the core treats it as a loss (retransmission recovers). */
+	int (*send)(struct omx_net *n, const struct iovec *iov, unsigned iovcnt);
+	/* Deliver up to max received frames to fn, in arrival order. Returns the count (0 if none). */
+	int (*recv_burst)(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsigned max);
+	/* Earliest time (CLOCK_MONOTONIC ns) the transport needs recv_burst called again even with
+	 * no fd activity (fault wrapper holding delayed frames); 0 if none. May be NULL. */
+	uint64_t (*next_deadline)(struct omx_net *n);
+	void (*close)(struct omx_net *n);
+};
+
+struct omx_net {
+	const struct omx_net_ops *ops;
+	int fd;          /* readable (POLLIN) when recv_burst has work */
+	uint8_t mac[6];  /* source MAC for frames we send */
+	uint32_t mtu;    /* interface MTU (frames may be up to mtu + 14 bytes) */
+	int ifindex;
+};
+
+struct omx_net_opts {
+	unsigned rx_ring_frames; /* TPACKET_V2 ring slots; 0 = default */
+	int qdisc_bypass;        /* PACKET_QDISC_BYPASS; default on */
+	int all_endpoints;       /* receive every 0x86DF frame of the board (tools, responders) */
+};
+
+/*
+ * AF_PACKET transport for one endpoint of one interface: SOCK_RAW bound to EtherType 0x86DF on
+ * ifindex, TPACKET_V2 RX ring mmapped, classic BPF filter accepting only our EtherType and frames
+ * for `endpoint` (omx_wire_frame_endpoint rule) plus HOST_QUERY/HOST_REPLY/RAW, filter locked
+ * (SO_LOCK_FILTER), PACKET_QDISC_BYPASS, outgoing frames not looped back.
+ * Returns NULL with *err = -errno (-EPERM without CAP_NET_RAW, -ENODEV no interface).
+ */
+struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const struct omx_net_opts *opts,
+				    int *err);
+
+/*
+ * In-memory hub for tests: transports attached to one hub see each other's frames, routed by
+ * destination MAC (broadcast to all) and by omx_wire_frame_endpoint(). Thread-safe. Frames are
+ * copied on send; each transport's fd is an eventfd readable while frames are queued.
+ */
+struct omx_memnet;
+struct omx_memnet *omx_memnet_create(void);
+void omx_memnet_destroy(struct omx_memnet *hub); /* after every transport on it is closed */
+struct omx_net *omx_net_mem_open(struct omx_memnet *hub, const uint8_t mac[6], uint32_t mtu, uint8_t endpoint);
+
+/*
+ * Fault injection (tests only, off by default). Applied to frames on send. Rates are
+ * probabilities in [0,1]. Deterministic for a given seed.
+ *   drop      - frame silently discarded
+ *   dup       - frame sent twice
+ *   reorder   - frame held back and sent after the next frame (or at the next deadline)
+ *   delay_us  - with probability `delay`, frame held for delay_us microseconds
+ * Parsed from strings like "drop=0.05,dup=0.01,reorder=0.1,delay=0.02,delay_us=2000,seed=7"
+ * (the OMX_FAULT environment variable).
+ */
+struct omx_fault_spec {
+	double drop, dup, reorder, delay;
+	uint32_t delay_us;
+	uint64_t seed;
+};
+struct omx_fault_stats {
+	uint64_t sent, dropped, duplicated, reordered, delayed;
+};
+int omx_fault_spec_parse(const char *str, struct omx_fault_spec *out); /* 0 or -EINVAL */
+/* Wraps inner (takes ownership; closing the wrapper closes inner). */
+struct omx_net *omx_net_fault_wrap(struct omx_net *inner, const struct omx_fault_spec *spec);
+void omx_net_fault_stats(struct omx_net *wrapped, struct omx_fault_stats *out);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t omx_now_ns(void);
+
+#endif

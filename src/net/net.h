@@ -67,6 +67,9 @@ struct omx_net_opts {
  */
 struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const struct omx_net_opts *opts,
 				    int *err);
+/* Frames lost by the kernel on this packet transport (ring full: PACKET_STATISTICS tp_drops) or
+ * truncated in the ring, since open. Only for handles returned by omx_net_packet_open. */
+uint64_t omx_net_packet_drops(struct omx_net *n);
 
 /*
  * In-memory hub for tests: transports attached to one hub see each other's frames, routed by
@@ -77,6 +80,14 @@ struct omx_memnet;
 struct omx_memnet *omx_memnet_create(void);
 void omx_memnet_destroy(struct omx_memnet *hub); /* after every transport on it is closed */
 struct omx_net *omx_net_mem_open(struct omx_memnet *hub, const uint8_t mac[6], uint32_t mtu, uint8_t endpoint);
+/* Hub-wide counters. A frame longer than mtu + 14 is refused by the sender's send (-EMSGSIZE, as
+ * the kernel does) and silently dropped before a receiver with a smaller MTU; both count in
+ * dropped_mtu. Each transport queues at most 8192 frames (more: dropped_overflow). Frames that
+ * reach no transport count in dropped_noroute. delivered counts per receiving transport. */
+struct omx_memnet_stats {
+	uint64_t sent, delivered, dropped_mtu, dropped_overflow, dropped_noroute;
+};
+void omx_memnet_stats(struct omx_memnet *hub, struct omx_memnet_stats *out);
 
 /*
  * Fault injection (tests only, off by default). Applied to frames on send. Rates are

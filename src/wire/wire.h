@@ -245,6 +245,14 @@ struct omx_pkt {
  * Trailing padding is ignored. Returns OMX_WIRE_OK or the reason for rejection.
  * For MEDIUM, also rejects frag_seqnum >= medium_frags_max, frag_length > medium_frag_max,
  * and a total length > medium_max (extended: F*32; compat: 32768).
+ * Also (BAD_FRAG) a MEDIUM fragment not inside the message (frag_seqnum*F + frag_length >
+ * length) and, in compat mode, frag_pipeline != 12; (BAD_DATA_LENGTH) a PULL_REPLY with
+ * frame_length > pull_reply_max and a HOST_REPLY with length > 80.
+ * On error, only the head fields (MACs, peer_index, ptype) of *out are meaningful (zeroed if
+ * the head itself was rejected). CONNECT: app_key and target_session_id both hold bytes
+ * 20..23; status_code is 0 for a request. HOST_QUERY: u.host.length = 0.
+ * RAW: payload = the whole body (ptype included); u.raw is filled when the body has the
+ * 48 bytes of the discovery frame, zero otherwise. payload = NULL for types without payload.
  */
 enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_t *frame, size_t len,
 				  struct omx_pkt *out);
@@ -256,6 +264,29 @@ enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_
  * does not fit the compat layout).
  */
 size_t omx_wire_encode(const struct omx_wire_params *wp, const struct omx_pkt *pkt, uint8_t *buf, size_t cap);
+/*
+ * Encoder details (the encoder refuses what omx_wire_decode would reject, so its output always
+ * decodes back to the same packet):
+ *  - TINY/SMALL: length field = payload_len (u.msg.length must be 0 or equal to it).
+ *  - MEDIUM: frag_length = payload_len (u.msg.frag_length 0 or equal); u.msg.length = total;
+ *    frag_pipeline comes from wp (12 in compat), the struct value is ignored.
+ *  - PULL_REPLY: frame_length = payload_len (u.pull_reply.frame_length 0 or equal).
+ *  - RNDV/CONNECT/TRUC: a length of 0 means the spec value (8/16/16); TRUC type 0 means 0x55,
+ *    session_id 0 means session.
+ *  - CONNECT: app_key is written for a request, target_session_id (+ status_code) for a reply
+ *    (is_reply != 0); the omx extension is written when ext_present.
+ *  - HOST_REPLY: u.host.length bytes (<= 80, the caller counts the NUL): the hostname, then zeros.
+ *  - RAW: payload_len > 0: payload is the whole body (payload[0] must be OMX_PT_RAW);
+ *    payload_len == 0: the 64-byte omxoed discovery frame from u.raw.
+ *  - payload/payload_len are ignored for the other types. Frames longer than wp->mtu are refused.
+ *
+ * omx_wire_encode_header: same, but writes only the head + body header (HOST_REPLY: + name;
+ * RAW with payload: the head only) using payload_len for the length fields, without reading the
+ * payload and without padding, for scatter/gather sends. Returns the header length or 0. The
+ * caller appends payload_len bytes and pads the frame to OMX_FRAME_MIN with zeros.
+ */
+size_t omx_wire_encode_header(const struct omx_wire_params *wp, const struct omx_pkt *pkt, uint8_t *buf,
+			      size_t cap);
 
 /* Header bytes (head + body header, no payload) a packet type takes in this mode; 0 if unknown. */
 size_t omx_wire_header_len(const struct omx_wire_params *wp, uint8_t ptype);

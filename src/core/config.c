@@ -1,0 +1,121 @@
+/*
+ * config.c - every knob of the library, read from the environment (mx-api.md 17) at init and
+ * at the first endpoint open. docs/configuration.md documents each one; `omx_info -v` prints them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+struct omx_config omx__cfg;
+
+const char *omx__getenv(const char *name, const char *mx_alias)
+{
+	const char *v = getenv(name);
+	if (v)
+		return v;
+	if (!mx_alias)
+		return NULL;
+	const char *ign = getenv("OMX_IGNORE_MX_ENV");
+	if (ign && atoi(ign))
+		return NULL;
+	return getenv(mx_alias);
+}
+
+/* atoi semantics as the reference (non-numeric -> 0), but unsigned and saturated. */
+static uint32_t env_u32(const char *name, const char *alias, uint32_t def)
+{
+	const char *v = omx__getenv(name, alias);
+	if (!v)
+		return def;
+	long long x = atoll(v);
+	if (x < 0)
+		return 0;
+	if (x > 0xFFFFFFFFll)
+		return 0xFFFFFFFFu;
+	return (uint32_t)x;
+}
+
+void omx__config_load_init(void)
+{
+	struct omx_config *c = &omx__cfg;
+	const char *v;
+
+	c->verbose = (int)env_u32("OMX_VERBOSE", NULL, 0);
+	/* [QUIRK fixed] MX_VERBOSE alone did nothing in the reference; here it works. */
+	if (!getenv("OMX_VERBOSE") && omx__getenv("OMX_VERBOSE", "MX_VERBOSE"))
+		c->verbose = 1;
+	v = getenv("OMX_VERBOSE_PREFIX");
+	omx__strcpy(c->verbose_prefix, sizeof(c->verbose_prefix), v ? v : "OMX: ");
+	c->abort_sleeps = env_u32("OMX_ABORT_SLEEPS", NULL, 0);
+	c->fatal_errors = (int)env_u32("OMX_FATAL_ERRORS", "MX_ERRORS_ARE_FATAL", 1);
+}
+
+static void load_thresholds(struct omx_config *c, uint32_t medium_max)
+{
+	c->rndv_threshold = env_u32("OMX_RNDV_THRESHOLD", NULL, 32768);
+	c->shared_rndv_threshold = env_u32("OMX_SHARED_RNDV_THRESHOLD", NULL, 4096);
+	if (c->rndv_threshold < OMX_SMALL_MAX)
+		c->rndv_threshold = OMX_SMALL_MAX;
+	if (c->rndv_threshold > medium_max)
+		c->rndv_threshold = medium_max;
+	if (c->shared_rndv_threshold < OMX_SMALL_MAX)
+		c->shared_rndv_threshold = OMX_SMALL_MAX;
+	if (c->shared_rndv_threshold > medium_max)
+		c->shared_rndv_threshold = medium_max;
+}
+
+void omx__config_load_open(void)
+{
+	struct omx_config *c = &omx__cfg;
+	const char *v;
+
+	if (c->loaded)
+		return;
+	v = getenv("OMX_WIRE_MODE");
+	c->wire_mode = (v && (!strcmp(v, "compat") || !strcmp(v, "mx"))) ? OMX_WIRE_COMPAT : OMX_WIRE_EXTENDED;
+	c->mtu_override = env_u32("OMX_MTU", NULL, 0);
+	/* Thresholds are clamped to the largest medium of the mode (compat 32 KiB; extended depends
+	 * on the MTU, clamped again per endpoint in omx_open_endpoint). */
+	load_thresholds(c, c->wire_mode == OMX_WIRE_COMPAT ? 32768 : 1u << 20);
+	c->resends_max = env_u32("OMX_RESENDS_MAX", "MX_MAX_RETRIES", 1000);
+	c->zombie_max = env_u32("OMX_ZOMBIE_SEND", "MX_ZOMBIE_SEND", 512);
+	c->notacked_max = env_u32("OMX_NOTACKED_MAX", "MX_IMM_ACK", 4);
+	if (c->notacked_max == 0)
+		c->notacked_max = 1;
+	c->waitspin = (int)env_u32("OMX_WAITSPIN", NULL, 0);
+	c->waitintr = (int)env_u32("OMX_WAITINTR", NULL, 0);
+	c->disable_self = (int)env_u32("OMX_DISABLE_SELF", "MX_DISABLE_SELF", 0);
+	c->connect_pollall = (int)env_u32("OMX_CONNECT_POLLALL", NULL, 0);
+	c->spin_us = env_u32("OMX_SPIN_US", NULL, 100);
+	c->resend_delay_ns = omx__ms_to_ns(env_u32("OMX_RESEND_DELAY_MS", NULL, 500));
+	c->ack_delay_ns = omx__ms_to_ns(env_u32("OMX_ACK_DELAY_MS", NULL, 16));
+	c->pull_resend_ns = omx__ms_to_ns(env_u32("OMX_PULL_RESEND_MS", NULL, 1000));
+	c->host_query_ns = 5000000000ull;
+	c->endpoint_max = env_u32("OMX_ENDPOINT_MAX", NULL, OMX_ENDPOINT_MAX_DEFAULT);
+	if (c->endpoint_max == 0 || c->endpoint_max > OMX_ENDPOINT_MAX_HARD)
+		c->endpoint_max = OMX_ENDPOINT_MAX_DEFAULT;
+	c->ctxid_bits = c->ctxid_shift = 0;
+	v = getenv("OMX_CTXIDS");
+	if (v) {
+		unsigned bits, shift;
+		if (sscanf(v, "%u,%u", &bits, &shift) == 2 && bits <= 16 && bits + shift <= 64) {
+			c->ctxid_bits = (uint8_t)bits;
+			c->ctxid_shift = (uint8_t)shift;
+		} else {
+			omx__warn("ignoring malformed OMX_CTXIDS='%s' (expected bits,shift)\n", v);
+		}
+	}
+	v = getenv("OMX_ANY_ENDPOINT");
+	c->any_endpoint = v ? atoi(v) : -1;
+	v = getenv("OMX_FAULT");
+	c->fault_enabled = 0;
+	if (v && *v) {
+		if (omx_fault_spec_parse(v, &c->fault) == 0)
+			c->fault_enabled = 1;
+		else
+			omx__warn("ignoring malformed OMX_FAULT='%s'\n", v);
+	}
+	c->loaded = 1;
+}

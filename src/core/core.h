@@ -1,0 +1,438 @@
+/*
+ * core.h - protocol state owned by the core: configuration, boards and peers, endpoints,
+ * partners (one per remote endpoint), requests, and the internal functions between the
+ * core's files. Not installed.
+ */
+#ifndef OMX_CORE_H
+#define OMX_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "open-mx.h"
+#include "core/list.h"
+#include "core/seqnum.h"
+#include "net/net.h"
+#include "wire/wire.h"
+
+#define OMX_BOARD_MAX 32
+#define OMX_ENDPOINT_MAX_DEFAULT 32
+#define OMX_ENDPOINT_MAX_HARD 256
+#define OMX_PEER_MAX_DEFAULT 1024
+#define OMX_PEER_MAX_HARD 65536
+#define OMX_COUNTER_COUNT 85
+#define OMX_REGION_MAX 256
+#define OMX_LARGE_SENDS_MAX 128
+#define OMX_PULL_BLOCKS_OUTSTANDING 4
+#define OMX_PULL_SLOTS 1024
+#define OMX_PULL_GEN_START 0x23u
+#define OMX_REGION_SEQNUM_START 23
+
+/* ---- configuration (process-wide; docs/configuration.md lists every knob) ---- */
+
+struct omx_config {
+	/* init time */
+	int verbose;
+	char verbose_prefix[64];
+	int fatal_errors;
+	unsigned abort_sleeps;
+	/* first endpoint open */
+	int loaded;
+	uint32_t rndv_threshold;        /* remote peers */
+	uint32_t shared_rndv_threshold; /* same-host peers */
+	uint32_t resends_max;
+	uint32_t zombie_max;
+	uint32_t notacked_max;
+	int waitspin, waitintr, disable_self, connect_pollall;
+	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
+	uint64_t resend_delay_ns;  /* 0.5 s */
+	uint64_t ack_delay_ns;     /* ~15.6 ms */
+	uint64_t pull_resend_ns;   /* 1 s */
+	uint64_t host_query_ns;    /* 5 s */
+	enum omx_wire_mode wire_mode;
+	uint32_t mtu_override; /* 0 = interface MTU */
+	uint8_t ctxid_bits, ctxid_shift;
+	int any_endpoint; /* -1 = unset */
+	uint32_t endpoint_max;
+	uint32_t peer_max;
+	int fault_enabled;
+	struct omx_fault_spec fault;
+};
+extern struct omx_config omx__cfg;
+
+void omx__config_load_init(void);
+void omx__config_load_open(void);
+/* "OMX_x" with MX alias honoured unless OMX_IGNORE_MX_ENV. NULL if unset. */
+const char *omx__getenv(const char *name, const char *mx_alias);
+
+/* ---- diagnostics ---- */
+
+void omx__verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void omx__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void omx__fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- boards and the peer table (per process; built from OMX_IFACES + OMX_PEERS) ---- */
+
+struct omx_board {
+	int attached;
+	uint32_t index;
+	struct omx_iface_info iface;
+	uint64_t nic_id;
+	char hostname[OMX_HOSTNAME_MAX];
+	uint32_t frame_mtu; /* min(interface MTU, 65535): largest frame we build, header included */
+	uint32_t counters[OMX_COUNTER_COUNT];
+};
+
+struct omx_peer {
+	int present;
+	uint64_t nic_id;
+	uint8_t mac[6];
+	char hostname[OMX_HOSTNAME_MAX]; /* "" while unknown */
+	int local_board;                 /* board index if this is one of ours, else -1 */
+	uint16_t reverse_index[OMX_BOARD_MAX]; /* our board's index in the peer's table, per board */
+	uint64_t next_query_ns;
+};
+
+struct omx_globals {
+	pthread_mutex_t lock; /* init, endpoint list, peer table, global handler */
+	int initialized;
+	int handler_set_by_app;
+	omx_error_handler_t handler;
+	uint32_t board_count; /* attached boards (indexes 0..count-1) */
+	struct omx_board boards[OMX_BOARD_MAX];
+	struct omx_peer *peers;
+	uint32_t peer_count; /* indexes in use: 0..peer_count-1 */
+	uint32_t host_query_magic;
+	int peers_configured;
+	struct omx_list endpoints;
+};
+extern struct omx_globals omx__g;
+
+omx_return_t omx__boards_init(void);
+void omx__boards_fini(void);
+struct omx_board *omx__board(uint32_t index);
+/* Peer table: lookups return the index or -1; callers hold omx__g.lock or accept racy reads of
+ * immutable entries (entries are never removed while endpoints are open). */
+int omx__peer_by_mac(const uint8_t mac[6]);
+int omx__peer_by_nic_id(uint64_t nic_id);
+int omx__peer_by_hostname(const char *name);
+struct omx_peer *omx__peer(uint32_t index);
+int omx__peer_add(uint64_t nic_id, const char *hostname); /* index or -1 (table full) */
+int omx__peers_load_file(const char *path, char *err, size_t errlen);
+
+static inline void omx__count(struct omx_board *b, int counter)
+{
+	__atomic_fetch_add(&b->counters[counter], 1, __ATOMIC_RELAXED);
+}
+
+/* Counter indexes (behaviour.md 12) used by the core. */
+enum {
+	OMX_C_SEND_TINY = 0, OMX_C_SEND_SMALL = 1, OMX_C_SEND_MEDIUMSQ_FRAG = 2, OMX_C_SEND_RNDV = 4,
+	OMX_C_SEND_NOTIFY = 5, OMX_C_SEND_CONNECT_REQUEST = 6, OMX_C_SEND_CONNECT_REPLY = 7,
+	OMX_C_SEND_LIBACK = 8, OMX_C_SEND_NACK_LIB = 9, OMX_C_SEND_NACK_MCP = 10, OMX_C_SEND_PULL_REQ = 11,
+	OMX_C_SEND_PULL_REPLY = 12, OMX_C_SEND_RAW = 13, OMX_C_SEND_HOST_QUERY = 14, OMX_C_SEND_HOST_REPLY = 15,
+	OMX_C_RECV_TINY = 16, OMX_C_RECV_SMALL = 17, OMX_C_RECV_MEDIUM_FRAG = 18, OMX_C_RECV_RNDV = 19,
+	OMX_C_RECV_NOTIFY = 20, OMX_C_RECV_CONNECT_REQUEST = 21, OMX_C_RECV_CONNECT_REPLY = 22,
+	OMX_C_RECV_LIBACK = 23, OMX_C_RECV_NACK_LIB = 24, OMX_C_RECV_NACK_MCP = 25, OMX_C_RECV_PULL_REQ = 26,
+	OMX_C_RECV_PULL_REPLY = 27, OMX_C_RECV_RAW = 28, OMX_C_RECV_HOST_QUERY = 29, OMX_C_RECV_HOST_REPLY = 30,
+	OMX_C_PULL_NONFIRST_BLOCK_DONE_FIRST = 42, OMX_C_PULL_TIMEOUT_FIRST = 44, OMX_C_PULL_TIMEOUT_NONFIRST = 45,
+	OMX_C_PULL_TIMEOUT_ABORT = 46,
+	OMX_C_DROP_BAD_HEADER_LEN = 49, OMX_C_DROP_BAD_DATALEN = 50, OMX_C_DROP_BAD_SKBLEN = 51,
+	OMX_C_DROP_BAD_PEER_ADDR = 52, OMX_C_DROP_BAD_PEER_INDEX = 53, OMX_C_DROP_BAD_ENDPOINT = 54,
+	OMX_C_DROP_BAD_SESSION = 55, OMX_C_DROP_PULL_BAD_REPLIES = 56, OMX_C_DROP_PULL_BAD_REGION = 57,
+	OMX_C_DROP_PULL_BAD_OFFSET_LENGTH = 58, OMX_C_DROP_PULL_REPLY_BAD_MAGIC_ENDPOINT = 59,
+	OMX_C_DROP_PULL_REPLY_BAD_WIRE_HANDLE = 60, OMX_C_DROP_PULL_REPLY_BAD_SEQNUM_WRAP = 61,
+	OMX_C_DROP_PULL_REPLY_BAD_SEQNUM = 62, OMX_C_DROP_PULL_REPLY_DUPLICATE = 63,
+	OMX_C_DROP_NACK_MCP_BAD_MAGIC_ENDPOINT = 64, OMX_C_DROP_NACK_MCP_BAD_WIRE_HANDLE = 65,
+	OMX_C_DROP_HOST_REPLY_BAD_MAGIC = 66, OMX_C_DROP_NOT_IMPLEMENTED = 69, OMX_C_DROP_INVALID_PTYPE = 70,
+	OMX_C_DROP_UNKNOWN_PTYPE = 71,
+};
+extern const char *const omx__counter_labels[OMX_COUNTER_COUNT];
+
+/* ---- requests ---- */
+
+enum omx_req_type {
+	OMX_REQ_SEND_TINY,
+	OMX_REQ_SEND_SMALL,
+	OMX_REQ_SEND_MEDIUM,
+	OMX_REQ_SEND_LARGE, /* rendezvous: isend above threshold, and every issend */
+	OMX_REQ_SEND_SELF,
+	OMX_REQ_RECV,
+	OMX_REQ_RECV_LARGE,
+	OMX_REQ_CONNECT,
+};
+
+/* State bits. A request is freed once COLLECTED and no BUSY bit remains. */
+enum {
+	OMX_RS_DONE = 1u << 0,          /* completion reported (on the done queue until collected) */
+	OMX_RS_COLLECTED = 1u << 1,     /* the application no longer holds the handle */
+	OMX_RS_NEED_ACK = 1u << 2,      /* sequenced message not acked yet (on partner->non_acked) */
+	OMX_RS_NEED_REPLY = 1u << 3,    /* rndv waiting for notify / connect waiting for reply */
+	OMX_RS_NEED_SEQNUM = 1u << 4,   /* throttled: waiting for the partner's window */
+	OMX_RS_RECV_POSTED = 1u << 5,   /* on ep->posted_recvs */
+	OMX_RS_RECV_PARTIAL = 1u << 6,  /* medium being reassembled (on partner->partial_recvs) */
+	OMX_RS_UNEXPECTED = 1u << 7,    /* arrived, not matched (on ep->unexp) */
+	OMX_RS_PULLING = 1u << 8,       /* large receive pulling data */
+	OMX_RS_SELF_WAITING = 1u << 9,  /* self send waiting for a receive to match */
+	OMX_RS_DONE_EARLY = 1u << 10,   /* completed before its ack (zombie when collected) */
+	OMX_RS_NOTIFY_PENDING = 1u << 11, /* large receive: NOTIFY sent, not acked (receiver side) */
+	OMX_RS_INTERNAL = 1u << 12,     /* library-owned (blocking connect): no error handler call */
+};
+#define OMX_RS_BUSY (OMX_RS_NEED_ACK | OMX_RS_NEED_REPLY | OMX_RS_NEED_SEQNUM | OMX_RS_RECV_POSTED | \
+		     OMX_RS_RECV_PARTIAL | OMX_RS_UNEXPECTED | OMX_RS_PULLING | OMX_RS_SELF_WAITING)
+
+struct omx_partner;
+struct omx_endpoint;
+
+struct omx_pull; /* large receive state (pull.c) */
+
+union omx_request {
+	struct omx_request_s {
+		struct omx_list queue_elt;   /* posted_recvs / unexp / partner lists */
+		struct omx_list done_elt;    /* ep->done (completion order) */
+		struct omx_list timer_elt;   /* ep->resend_list / ep->connect_list */
+		struct omx_list all_elt;     /* ep->all_reqs: every live request, freed at close */
+		enum omx_req_type type;
+		uint32_t state;
+		struct omx_endpoint *ep;
+		struct omx_partner *partner;
+		omx_status_t status;
+		omx_seg_t *segs; /* points at seg1 for one segment */
+		omx_seg_t seg1;
+		uint32_t nseg;
+		uint32_t total_len; /* send: message length; recv: buffer length */
+		uint64_t last_send_ns;
+		uint32_t resends, resends_max;
+		uint16_t seqnum; /* outgoing sequenced packet: message, or NOTIFY of a large receive */
+		union {
+			struct {
+				uint8_t *data; /* copy of the payload (eager); NULL if len == 0 */
+				uint8_t inline_data[OMX_SMALL_MAX];
+				uint32_t frags;
+				/* large */
+				int region;
+				uint8_t region_seqnum;
+				int notified;
+				union omx_request *self_recv; /* self: matched receive */
+			} send;
+			struct {
+				uint64_t match_info, match_mask;
+				uint16_t seqnum;     /* medium being reassembled */
+				uint32_t frags_mask; /* received fragments */
+				uint32_t received;   /* distinct bytes received (message coordinates) */
+				uint8_t *unexp_buf;  /* unexpected: copy of the payload (msg_length bytes) */
+				union omx_request *self_send; /* unexpected self message: the waiting send */
+				/* large */
+				uint8_t rdma_id, rdma_seqnum;
+				uint32_t notify_length; /* bytes reported in our NOTIFY */
+				struct omx_pull *pull;
+			} recv;
+			struct {
+				uint8_t connect_seqnum;
+				uint32_t key;
+				uint64_t nic_id;
+				uint32_t endpoint_index;
+			} connect;
+		} u;
+	} s;
+};
+typedef struct omx_request_s omx_req_t;
+
+/* ---- partners: one per (peer board, remote endpoint index) seen by a local endpoint ---- */
+
+#define OMX_PARTNER_MAGIC 0x504d5850u
+struct omx_partner {
+	uint32_t magic;
+	struct omx_endpoint *ep;
+	uint32_t peer_index;
+	uint8_t endpoint_index;
+	uint8_t mac[6];
+	uint64_t nic_id;
+	int is_self;
+	uint32_t gen;          /* bumped when the record is reset: stale addresses are detected */
+	void *user_context;
+	uint32_t true_session; /* session to put in packets to the partner (0xFFFFFFFF unknown) */
+	uint32_t back_session; /* session of the partner instance that connected to us */
+	/* send direction */
+	uint16_t next_send_seq;   /* 0xFFFF: not connected */
+	uint16_t next_acked_seq;  /* oldest unacked */
+	uint8_t connect_seqnum;
+	uint32_t last_send_acknum;
+	struct omx_list non_acked;   /* sends waiting for an ack, in seqnum order */
+	struct omx_list throttled;   /* sends waiting for the window */
+	struct omx_list connects;    /* pending connect requests */
+	struct omx_list need_notify; /* large sends waiting for NOTIFY */
+	/* receive direction */
+	uint16_t next_match_seq;    /* M */
+	uint16_t next_complete_seq; /* Fq <= M */
+	uint16_t last_acked_recv_seq;
+	uint32_t last_recv_acknum;
+	struct omx_list partial_recvs; /* mediums being reassembled, oldest seqnum first */
+	struct omx_list early;         /* out-of-order frames, by seqnum */
+	uint32_t early_count;
+	/* acks owed */
+	int ack_state; /* 0 none, 1 delayed, 2 immediate */
+	uint64_t ack_since_ns;
+	struct omx_list ack_elt;
+	uint32_t wire_mtu; /* peer's frame MTU from the handshake (0 unknown) */
+};
+
+/* ---- endpoints ---- */
+
+struct omx_region {
+	union omx_request *req; /* large send owning it, NULL if free */
+	uint8_t seqnum;
+};
+
+struct omx_endpoint {
+	struct omx_list list_elt; /* omx__g.endpoints */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint32_t board_index;
+	uint32_t endpoint_index;
+	uint32_t key;
+	uint32_t session;
+	struct omx_board *board;
+	struct omx_wire_params wp;
+	struct omx_net *net;
+	int lock_fd;  /* flock'd file making the (board, endpoint) slot ours */
+	int event_fd; /* wakes a sleeping waiter: omx_wakeup, completions by other threads */
+	omx_error_handler_t handler; /* NULL = global */
+	uint8_t ctxid_bits, ctxid_shift;
+	/* partners: partners[peer_index] -> array of endpoint_max pointers */
+	struct omx_partner ***partners;
+	struct omx_partner *self;
+	/* queues */
+	struct omx_list posted_recvs;
+	struct omx_list unexp;
+	struct omx_list done;
+	struct omx_list resend_list;  /* NEED_ACK sends by last transmission time */
+	struct omx_list connect_list; /* connect requests by last transmission time */
+	struct omx_list ack_list;     /* partners owing an ack */
+	struct omx_list all_reqs;
+	uint64_t next_host_query_check;
+	uint32_t zombies;
+	uint32_t resends_max;
+	uint64_t pull_timeout_ns;
+	/* large messages */
+	struct omx_region regions[OMX_REGION_MAX];
+	uint32_t large_sends;
+	struct omx_pull *pulls[OMX_PULL_SLOTS];
+	uint32_t pull_gen[OMX_PULL_SLOTS];
+	struct omx_list pull_list;
+	/* unexpected handler */
+	omx_unexp_handler_t unexp_handler;
+	void *unexp_handler_ctx;
+	int in_handler;
+	pthread_t handler_thread;
+	int progression_disabled;
+	/* blocking */
+	int poller_active;
+	uint64_t wakeup_gen;
+	uint64_t completions; /* bumped at every completion; waiters compare */
+	int closing;
+	/* scratch frame buffer for transmissions (lock held) */
+	uint8_t *txbuf;
+	size_t txbuf_len;
+	uint8_t *pullbuf; /* gathers multi-segment pull replies */
+};
+
+/* ---- internal functions ---- */
+
+/* errors: route through the endpoint handler (or the global one) */
+omx_return_t omx__error(struct omx_endpoint *ep, omx_return_t code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+omx_return_t omx__error_global(omx_return_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* endpoint.c */
+void omx__progress(struct omx_endpoint *ep);
+int omx__endpoint_check(struct omx_endpoint *ep); /* 1 if a live endpoint of this process */
+typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
+/* Wait (lock held) until cond is true, the timeout (ms, OMX_TIMEOUT_INFINITE) expires, or a wakeup.
+ * Returns 1 if cond became true. */
+int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms);
+void omx__notify_waiters(struct omx_endpoint *ep);
+void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+
+/* partner.c */
+struct omx_partner *omx__partner_get(struct omx_endpoint *ep, uint32_t peer_index, uint8_t endpoint_index);
+struct omx_partner *omx__partner_from_addr(struct omx_endpoint *ep, const omx_endpoint_addr_t *addr);
+void omx__partner_to_addr(const struct omx_partner *p, omx_endpoint_addr_t *addr);
+void omx__partner_reset(struct omx_partner *p, omx_return_t status, int new_sesnum);
+uint16_t omx__partner_reverse_index(const struct omx_partner *p);
+
+/* request.c */
+union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type type);
+void omx__req_complete(union omx_request *r, omx_return_t code);
+void omx__req_maybe_free(union omx_request *r);
+void omx__req_free(union omx_request *r); /* unconditional (endpoint close) */
+void omx__req_clear(union omx_request *r, uint32_t bits); /* clear BUSY bits, free if possible */
+omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint32_t nseg);
+void omx__copy_to_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, const void *src, uint32_t len);
+void omx__copy_from_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, void *dst, uint32_t len);
+
+/* send.c */
+omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg,
+			    omx_endpoint_addr_t dest, uint64_t match, void *context, omx_request_t *request,
+			    int synchronous);
+void omx__ack_received(struct omx_partner *p, uint16_t ack);
+void omx__resend_due(struct omx_endpoint *ep, uint64_t now);
+void omx__send_acks(struct omx_endpoint *ep, uint64_t now);
+void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now);
+uint16_t omx__piggyack(struct omx_partner *p);
+void omx__release_throttled(struct omx_partner *p);
+void omx__send_sequenced(union omx_request *r); /* (re)transmit a sequenced request */
+void omx__send_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *bad, uint8_t nack_type);
+void omx__send_notify(struct omx_endpoint *ep, union omx_request *r, uint32_t total_length);
+void omx__build_notify(union omx_request *r, struct omx_pkt *pkt);
+
+/* recv.c */
+void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
+omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
+			    uint64_t mask, void *context, omx_request_t *request);
+int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request **out);
+/* Offer an unmatched message to the unexpected handler. Returns 1 if the handler finished it. */
+int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
+			   const void *data);
+
+/* connect.c */
+void omx__handle_connect(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now);
+void omx__handle_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+
+/* pull.c (large messages) */
+void omx__large_recv_start(union omx_request *r);
+void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+void omx__handle_nack_mcp(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+void omx__handle_notify(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt);
+void omx__pull_timers(struct omx_endpoint *ep, uint64_t now);
+void omx__pulls_abort_partner(struct omx_endpoint *ep, struct omx_partner *p, omx_return_t status);
+void omx__region_release(struct omx_endpoint *ep, union omx_request *r);
+uint64_t omx__pull_next_deadline(struct omx_endpoint *ep);
+
+/* board.c: host query/reply and periodic queries */
+void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+void omx__handle_host_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+void omx__host_queries_due(struct omx_endpoint *ep, uint64_t now);
+
+/* Bounded string copy, always NUL-terminated (no truncation warnings to silence). */
+static inline void omx__strcpy(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+	if (!cap)
+		return;
+	for (; src && src[i] && i + 1 < cap; i++)
+		dst[i] = src[i];
+	dst[i] = 0;
+}
+
+static inline uint64_t omx__ms_to_ns(uint32_t ms)
+{
+	return (uint64_t)ms * 1000000ull;
+}
+
+#define OMX_SESSION_UNKNOWN 0xFFFFFFFFu
+#define OMX_SEQ_UNCONNECTED 0xFFFFu
+
+#endif

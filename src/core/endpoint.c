@@ -1,0 +1,528 @@
+/*
+ * endpoint.c - opening and closing endpoints, the progression pass, blocking waits.
+ *
+ * Waiting: among the threads blocked on one endpoint, one (the "poller") sleeps in poll() on the
+ * transport fd and the endpoint's eventfd, the others sleep on a condition variable. Whenever the
+ * poller wakes it progresses and broadcasts; any thread whose progress completes requests
+ * broadcasts too and kicks the eventfd so a sleeping poller re-checks. No call spins longer than
+ * its budget (OMX_SPIN_US) unless OMX_WAITSPIN=1.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "core/testhooks.h"
+
+/* ---- slot ownership across processes ---- */
+
+/* One flock'd file per (board MAC, endpoint index): the slot is ours while we hold the lock, and
+ * the kernel releases it if the process dies. The file also tells tools who owns the slot. */
+static int slot_lock(struct omx_endpoint *ep)
+{
+	char path[96];
+	const uint8_t *m = ep->board->iface.mac;
+	snprintf(path, sizeof(path), "%s/omx-%02x%02x%02x%02x%02x%02x-%u.lock", omx__lock_dir(), m[0], m[1], m[2], m[3],
+		 m[4], m[5], ep->endpoint_index);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return errno == EACCES ? -EBUSY : -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	char comm[32] = "?", line[96];
+	FILE *f = fopen("/proc/self/comm", "r");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	int n = snprintf(line, sizeof(line), "%d %s %08x\n", (int)getpid(), comm, ep->session);
+	if (ftruncate(fd, 0) == 0 && n > 0)
+		(void)!write(fd, line, (size_t)n);
+	ep->lock_fd = fd;
+	return 0;
+}
+
+/* ---- transmission ---- */
+
+void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
+{
+	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
+	size_t n = omx_wire_encode(&ep->wp, pkt, ep->txbuf, ep->txbuf_len);
+	if (!n) {
+		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
+		return;
+	}
+	struct iovec iov = { ep->txbuf, n };
+	int r = ep->net->ops->send(ep->net, &iov, 1);
+	if (r < 0) {
+		/* Full transmit queue or transient error: retransmission recovers. */
+		omx__verbose("transmit failed: %s\n", strerror(-r));
+		return;
+	}
+	if (counter >= 0)
+		omx__count(ep->board, counter);
+}
+
+/* ---- progression ---- */
+
+void omx__notify_waiters(struct omx_endpoint *ep)
+{
+	pthread_cond_broadcast(&ep->cond);
+	if (ep->poller_active) {
+		uint64_t one = 1;
+		(void)!write(ep->event_fd, &one, sizeof(one));
+	}
+}
+
+void omx__progress(struct omx_endpoint *ep)
+{
+	if (ep->progression_disabled || ep->in_handler)
+		return;
+	uint64_t c0 = ep->completions;
+	for (int i = 0; i < 16; i++)
+		if (ep->net->ops->recv_burst(ep->net, omx__recv_frame, ep, 64) < 64)
+			break;
+	uint64_t now = omx_now_ns();
+	omx__resend_due(ep, now);
+	omx__connect_resend_due(ep, now);
+	omx__pull_timers(ep, now);
+	omx__send_acks(ep, now);
+	if (now >= ep->next_host_query_check) {
+		ep->next_host_query_check = now + 100000000ull;
+		omx__host_queries_due(ep, now);
+	}
+	if (ep->completions != c0)
+		omx__notify_waiters(ep);
+}
+
+static uint64_t next_timer(struct omx_endpoint *ep)
+{
+	uint64_t t = UINT64_MAX;
+	union omx_request *r;
+	r = (union omx_request *)omx_list_first(&ep->resend_list, omx_req_t, timer_elt);
+	if (r && r->s.last_send_ns + omx__cfg.resend_delay_ns < t)
+		t = r->s.last_send_ns + omx__cfg.resend_delay_ns;
+	r = (union omx_request *)omx_list_first(&ep->connect_list, omx_req_t, timer_elt);
+	if (r && r->s.last_send_ns + omx__cfg.resend_delay_ns < t)
+		t = r->s.last_send_ns + omx__cfg.resend_delay_ns;
+	struct omx_partner *p = omx_list_first(&ep->ack_list, struct omx_partner, ack_elt);
+	if (p)
+		t = p->ack_state == 2 ? 0 : (p->ack_since_ns + omx__cfg.ack_delay_ns < t ? p->ack_since_ns + omx__cfg.ack_delay_ns : t);
+	uint64_t pt = omx__pull_next_deadline(ep);
+	if (pt && pt < t)
+		t = pt;
+	if (ep->net->ops->next_deadline) {
+		uint64_t nt = ep->net->ops->next_deadline(ep->net);
+		if (nt && nt < t)
+			t = nt;
+	}
+	return t;
+}
+
+static void sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
+{
+	uint64_t now = omx_now_ns();
+	int ms = until == UINT64_MAX ? -1 : (until <= now ? 0 : (int)((until - now + 999999) / 1000000));
+	if (ms > 1000 || ms < 0)
+		ms = 1000; /* bounded: signals and changes of configuration are noticed */
+	struct pollfd fds[2] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 } };
+	ep->poller_active = 1;
+	pthread_mutex_unlock(&ep->lock);
+	int r = poll(fds, 2, ms);
+	if (r > 0 && (fds[1].revents & POLLIN)) {
+		uint64_t v;
+		(void)!read(ep->event_fd, &v, sizeof(v));
+	}
+	pthread_mutex_lock(&ep->lock);
+	ep->poller_active = 0;
+	pthread_cond_broadcast(&ep->cond);
+}
+
+static void sleep_as_follower(struct omx_endpoint *ep, uint64_t until)
+{
+	struct timespec ts;
+	uint64_t t = until == UINT64_MAX ? omx_now_ns() + 1000000000ull : until;
+	ts.tv_sec = (time_t)(t / 1000000000ull);
+	ts.tv_nsec = (long)(t % 1000000000ull);
+	pthread_cond_timedwait(&ep->cond, &ep->lock, &ts);
+}
+
+int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms)
+{
+	uint64_t start = omx_now_ns();
+	uint64_t deadline = timeout_ms == OMX_TIMEOUT_INFINITE ? UINT64_MAX : start + omx__ms_to_ns(timeout_ms);
+	uint64_t spin_end = start + (uint64_t)omx__cfg.spin_us * 1000u;
+	uint64_t wgen = ep->wakeup_gen;
+
+	for (;;) {
+		if (cond(ep, arg))
+			return 1;
+		if (ep->wakeup_gen != wgen || ep->closing)
+			return 0;
+		uint64_t now = omx_now_ns();
+		if (now >= deadline)
+			return 0;
+		if (omx__cfg.waitspin || now < spin_end || ep->in_handler) {
+			/* Let other threads in between polls. */
+			pthread_mutex_unlock(&ep->lock);
+			sched_yield();
+			pthread_mutex_lock(&ep->lock);
+		} else {
+			uint64_t until = next_timer(ep);
+			if (deadline < until)
+				until = deadline;
+			if (ep->poller_active)
+				sleep_as_follower(ep, until);
+			else
+				sleep_as_poller(ep, until);
+		}
+		omx__progress(ep);
+	}
+}
+
+/* ---- open / close ---- */
+
+static omx_return_t parse_params(struct omx_endpoint *ep, omx_endpoint_param_t *params, uint32_t count)
+{
+	unsigned bits = omx__cfg.ctxid_bits, shift = omx__cfg.ctxid_shift;
+	if (count > 0 && !params)
+		return OMX_ENDPOINT_PARAMS_BAD_LIST;
+	for (uint32_t i = 0; i < count; i++) {
+		switch (params[i].key) {
+		case OMX_ENDPOINT_PARAM_ERROR_HANDLER:
+			ep->handler = params[i].val.error_handler;
+			break;
+		case OMX_ENDPOINT_PARAM_UNEXP_QUEUE_MAX:
+			omx__verbose("unexpected queue maximum ignored (limits are documented in docs/configuration.md)\n");
+			break;
+		case OMX_ENDPOINT_PARAM_CONTEXT_ID:
+			bits = params[i].val.context_id.bits;
+			shift = params[i].val.context_id.shift;
+			break;
+		default:
+			return OMX_ENDPOINT_PARAM_BAD_KEY;
+		}
+	}
+	if (bits > 16 || bits + shift > 64)
+		return OMX_ENDPOINT_PARAM_BAD_VALUE;
+	ep->ctxid_bits = (uint8_t)bits;
+	ep->ctxid_shift = (uint8_t)shift;
+	return OMX_SUCCESS;
+}
+
+static void endpoint_free(struct omx_endpoint *ep)
+{
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->all_reqs)
+		omx__req_free((union omx_request *)omx_container_of(pos, omx_req_t, all_elt));
+	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
+		if (!ep->partners || !ep->partners[i])
+			continue;
+		for (uint32_t e = 0; e < omx__cfg.endpoint_max; e++) {
+			struct omx_partner *p = ep->partners[i][e];
+			if (!p)
+				continue;
+			omx_list_for_each_safe(pos, tmp, &p->early) {
+				omx_list_del(pos);
+				free(pos);
+			}
+			p->magic = 0;
+			free(p);
+		}
+		free(ep->partners[i]);
+	}
+	for (int i = 0; i < OMX_PULL_SLOTS; i++)
+		free(ep->pulls[i]);
+	free(ep->partners);
+	if (ep->net)
+		ep->net->ops->close(ep->net);
+	if (ep->event_fd >= 0)
+		close(ep->event_fd);
+	if (ep->lock_fd >= 0)
+		close(ep->lock_fd);
+	free(ep->txbuf);
+	free(ep->pullbuf);
+	pthread_mutex_destroy(&ep->lock);
+	pthread_cond_destroy(&ep->cond);
+	free(ep);
+}
+
+static struct omx_endpoint *endpoint_alloc(void)
+{
+	struct omx_endpoint *ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutex_init(&ep->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ep->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	omx_list_init(&ep->list_elt);
+	omx_list_init(&ep->posted_recvs);
+	omx_list_init(&ep->unexp);
+	omx_list_init(&ep->done);
+	omx_list_init(&ep->resend_list);
+	omx_list_init(&ep->connect_list);
+	omx_list_init(&ep->ack_list);
+	omx_list_init(&ep->all_reqs);
+	omx_list_init(&ep->pull_list);
+	ep->lock_fd = ep->event_fd = -1;
+	ep->resends_max = omx__cfg.resends_max;
+	ep->pull_timeout_ns = (uint64_t)omx__cfg.resends_max * omx__cfg.resend_delay_ns;
+	for (int i = 0; i < OMX_PULL_SLOTS; i++)
+		ep->pull_gen[i] = OMX_PULL_GEN_START;
+	for (int i = 0; i < OMX_REGION_MAX; i++)
+		ep->regions[i].seqnum = OMX_REGION_SEQNUM_START;
+	return ep;
+}
+
+static omx_return_t open_transport(struct omx_endpoint *ep)
+{
+	int err = 0;
+	struct omx_memnet *hub = omx__test_memnet();
+	if (hub) {
+		ep->net = omx_net_mem_open(hub, ep->board->iface.mac, ep->board->iface.mtu, (uint8_t)ep->endpoint_index);
+		err = ep->net ? 0 : -ENOMEM;
+	} else {
+		struct omx_net_opts o = { 0 };
+		o.qdisc_bypass = 1;
+		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
+	}
+	if (!ep->net) {
+		if (err == -EPERM || err == -EACCES)
+			return OMX_ACCESS_DENIED;
+		if (err == -ENODEV)
+			return OMX_BOARD_NOT_FOUND;
+		return OMX_NO_SYSTEM_RESOURCES;
+	}
+	if (omx__cfg.fault_enabled) {
+		struct omx_fault_spec fs = omx__cfg.fault;
+		fs.seed ^= ((uint64_t)ep->board_index << 40) ^ ((uint64_t)ep->endpoint_index << 32) ^ (uint64_t)getpid();
+		struct omx_net *w = omx_net_fault_wrap(ep->net, &fs);
+		if (!w)
+			return OMX_NO_SYSTEM_RESOURCES;
+		ep->net = w;
+	}
+	return OMX_SUCCESS;
+}
+
+/* Try one (board, endpoint) slot. */
+static omx_return_t try_open(struct omx_endpoint *ep, uint32_t board, uint32_t index)
+{
+	if (index >= omx__cfg.endpoint_max || board >= OMX_BOARD_MAX)
+		return OMX_BAD_ENDPOINT;
+	ep->board = omx__board(board);
+	if (!ep->board)
+		return OMX_BOARD_NOT_FOUND;
+	ep->board_index = board;
+	ep->endpoint_index = index;
+	uint32_t mtu = ep->board->frame_mtu;
+	if (omx__cfg.mtu_override && omx__cfg.mtu_override < mtu)
+		mtu = omx__cfg.mtu_override;
+	if (omx_wire_params_init(&ep->wp, omx__cfg.wire_mode, mtu) < 0) {
+		omx__warn("interface %s: MTU %u too small for the %s wire mode (needs %u)\n", ep->board->iface.name, mtu,
+			  omx__cfg.wire_mode == OMX_WIRE_COMPAT ? "MX-compatible" : "extended",
+			  omx__cfg.wire_mode == OMX_WIRE_COMPAT ? OMX_WIRE_COMPAT_MTU : OMX_WIRE_MTU_MIN);
+		return OMX_BOARD_NOT_FOUND;
+	}
+	if (getrandom(&ep->session, sizeof(ep->session), 0) != sizeof(ep->session))
+		ep->session = (uint32_t)(omx_now_ns() ^ ((uint64_t)getpid() << 16));
+	int r = slot_lock(ep);
+	if (r == -EBUSY)
+		return OMX_BUSY;
+	if (r < 0)
+		return OMX_ACCESS_DENIED;
+	omx_return_t ret = open_transport(ep);
+	if (ret != OMX_SUCCESS) {
+		close(ep->lock_fd);
+		ep->lock_fd = -1;
+	}
+	return ret;
+}
+
+static omx_return_t search_slot(struct omx_endpoint *ep, uint32_t board, uint32_t index)
+{
+	uint32_t b0 = board, b1 = board + 1, e0 = index, e1 = index + 1;
+	int busy = 0;
+	if (index == OMX_ANY_ENDPOINT && omx__cfg.any_endpoint >= 0)
+		index = (uint32_t)omx__cfg.any_endpoint, e0 = index, e1 = index + 1;
+	if (board == OMX_ANY_NIC)
+		b0 = 0, b1 = OMX_BOARD_MAX;
+	if (index == OMX_ANY_ENDPOINT)
+		e0 = 0, e1 = omx__cfg.endpoint_max;
+	for (uint32_t e = e0; e < e1; e++) {
+		for (uint32_t b = b0; b < b1; b++) {
+			omx_return_t r = try_open(ep, b, e);
+			if (r == OMX_SUCCESS)
+				return r;
+			if (r == OMX_BUSY)
+				busy = 1;
+			else if (r != OMX_BOARD_NOT_FOUND || (board != OMX_ANY_NIC && index != OMX_ANY_ENDPOINT))
+				return r;
+		}
+	}
+	return busy ? OMX_BUSY : OMX_BOARD_NOT_FOUND;
+}
+
+static omx_return_t endpoint_setup(struct omx_endpoint *ep)
+{
+	ep->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ep->txbuf_len = ep->wp.mtu + 64;
+	ep->txbuf = malloc(ep->txbuf_len);
+	ep->pullbuf = malloc(ep->wp.pull_reply_max);
+	ep->partners = calloc(omx__cfg.peer_max, sizeof(*ep->partners));
+	if (ep->event_fd < 0 || !ep->txbuf || !ep->pullbuf || !ep->partners)
+		return OMX_NO_SYSTEM_RESOURCES;
+	int self_idx = omx__peer_by_nic_id(ep->board->nic_id);
+	if (self_idx < 0)
+		return OMX_PEER_NOT_FOUND;
+	ep->self = omx__partner_get(ep, (uint32_t)self_idx, (uint8_t)ep->endpoint_index);
+	if (!ep->self)
+		return OMX_NO_RESOURCES;
+	ep->self->true_session = ep->self->back_session = ep->session;
+	ep->self->next_send_seq = ep->self->next_acked_seq = omx_seq_first(0);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_open_endpoint(uint32_t board_index, uint32_t endpoint_index, uint32_t key,
+			       omx_endpoint_param_t *param_array, uint32_t param_count, omx_endpoint_t *epp)
+{
+	omx_return_t ret;
+	if (!omx__g.initialized)
+		return omx__error_global(OMX_NOT_INITIALIZED, "Opening endpoint");
+	pthread_mutex_lock(&omx__g.lock);
+	omx__config_load_open();
+	struct omx_endpoint *ep = endpoint_alloc();
+	if (!ep) {
+		pthread_mutex_unlock(&omx__g.lock);
+		return omx__error_global(OMX_NO_RESOURCES, "Allocating endpoint");
+	}
+	ep->key = key;
+	ret = parse_params(ep, param_array, param_count);
+	if (ret == OMX_SUCCESS && (board_index != OMX_ANY_NIC && board_index > 255))
+		ret = OMX_BAD_ENDPOINT; /* the reference truncated to 8 bits; reject instead */
+	if (ret == OMX_SUCCESS)
+		ret = search_slot(ep, board_index, endpoint_index);
+	if (ret == OMX_SUCCESS)
+		ret = endpoint_setup(ep);
+	if (ret != OMX_SUCCESS) {
+		endpoint_free(ep);
+		pthread_mutex_unlock(&omx__g.lock);
+		return omx__error_global(ret, "Opening endpoint (board %d endpoint %d)", (int)board_index,
+					 (int)endpoint_index);
+	}
+	omx_list_add_tail(&omx__g.endpoints, &ep->list_elt);
+	pthread_mutex_unlock(&omx__g.lock);
+	omx__verbose("opened endpoint %u on board %u (%s), session %08x, %s wire mode, frame MTU %u\n",
+		     ep->endpoint_index, ep->board_index, ep->board->iface.name, ep->session,
+		     ep->wp.mode == OMX_WIRE_COMPAT ? "MX-compatible" : "extended", ep->wp.mtu);
+	pthread_mutex_lock(&ep->lock);
+	omx__progress(ep);
+	pthread_mutex_unlock(&ep->lock);
+	*epp = ep;
+	return OMX_SUCCESS;
+}
+
+int omx__endpoint_check(struct omx_endpoint *ep)
+{
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &omx__g.endpoints)
+		if (pos == &ep->list_elt)
+			return 1;
+	return 0;
+}
+
+omx_return_t omx_close_endpoint(omx_endpoint_t ep)
+{
+	pthread_mutex_lock(&omx__g.lock);
+	if (!ep || !omx__endpoint_check(ep)) {
+		pthread_mutex_unlock(&omx__g.lock);
+		return omx__error_global(OMX_BAD_ENDPOINT, "Closing endpoint");
+	}
+	if (ep->in_handler) {
+		pthread_mutex_unlock(&omx__g.lock);
+		return omx__error(ep, OMX_NOT_SUPPORTED_IN_HANDLER, "Closing endpoint from the unexpected handler");
+	}
+	omx_list_del(&ep->list_elt);
+	pthread_mutex_unlock(&omx__g.lock);
+
+	pthread_mutex_lock(&ep->lock);
+	/* Flush every owed ack so peers do not retransmit what we already have. */
+	struct omx_partner *p;
+	while ((p = omx_list_first(&ep->ack_list, struct omx_partner, ack_elt)))
+		p->ack_state = 2, omx__send_acks(ep, UINT64_MAX);
+	ep->closing = 1;
+	omx__notify_waiters(ep);
+	pthread_mutex_unlock(&ep->lock);
+	endpoint_free(ep);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_get_endpoint_addr(omx_endpoint_t ep, omx_endpoint_addr_t *addr)
+{
+	omx__partner_to_addr(ep->self, addr);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_wakeup(omx_endpoint_t ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	ep->wakeup_gen++;
+	pthread_cond_broadcast(&ep->cond);
+	uint64_t one = 1;
+	(void)!write(ep->event_fd, &one, sizeof(one));
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_progress(omx_endpoint_t ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	omx__progress(ep);
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_disable_progression(omx_endpoint_t ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	while (ep->in_handler && !pthread_equal(ep->handler_thread, pthread_self()))
+		pthread_cond_wait(&ep->cond, &ep->lock);
+	ep->progression_disabled = 1;
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_reenable_progression(omx_endpoint_t ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	ep->progression_disabled = 0;
+	omx__progress(ep);
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_register_unexp_handler(omx_endpoint_t ep, omx_unexp_handler_t handler, void *context)
+{
+	pthread_mutex_lock(&ep->lock);
+	ep->unexp_handler = handler;
+	ep->unexp_handler_ctx = context;
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}

@@ -1,0 +1,549 @@
+/*
+ * recv.c - incoming frames: validation and drop counters (wire.md 14), NACKs, receive-side
+ * sequence handling with early (out-of-order) packets (wire.md 7.5), matching against posted
+ * receives, the unexpected queue and handler (mx-api.md 9.5, 10.1), medium reassembly (wire.md 6).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+#define OMX_EARLY_FRAMES_MAX 1024 /* per partner; beyond, frames are dropped and retransmitted */
+
+struct omx_early {
+	struct omx_list elt;
+	uint16_t seqnum;
+	uint8_t frag;
+	uint32_t len;
+	uint8_t frame[];
+};
+
+static const int wire_err_counter[OMX_WIRE_ERR_COUNT] = {
+	[OMX_WIRE_ERR_TRUNCATED_HEAD] = OMX_C_DROP_BAD_HEADER_LEN,
+	[OMX_WIRE_ERR_ETHERTYPE] = OMX_C_DROP_UNKNOWN_PTYPE,
+	[OMX_WIRE_ERR_UNKNOWN_PTYPE] = OMX_C_DROP_UNKNOWN_PTYPE,
+	[OMX_WIRE_ERR_INVALID_PTYPE] = OMX_C_DROP_INVALID_PTYPE,
+	[OMX_WIRE_ERR_SHORT_HEADER] = OMX_C_DROP_BAD_HEADER_LEN,
+	[OMX_WIRE_ERR_BAD_DATA_LENGTH] = OMX_C_DROP_BAD_DATALEN,
+	[OMX_WIRE_ERR_SHORT_PAYLOAD] = OMX_C_DROP_BAD_SKBLEN,
+	[OMX_WIRE_ERR_BAD_TRUC] = OMX_C_DROP_BAD_DATALEN,
+	[OMX_WIRE_ERR_BAD_FRAG] = OMX_C_DROP_BAD_DATALEN,
+};
+
+/* ---- matching ---- */
+
+int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request **out)
+{
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->posted_recvs) {
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
+		if ((match & r->s.u.recv.match_mask) == r->s.u.recv.match_info) {
+			omx_list_del(&r->s.queue_elt);
+			r->s.state &= ~OMX_RS_RECV_POSTED;
+			*out = r;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
+			   const void *data)
+{
+	if (!ep->unexp_handler)
+		return 0;
+	omx_endpoint_addr_t a;
+	omx__partner_to_addr(p, &a);
+	ep->in_handler = 1;
+	ep->handler_thread = pthread_self();
+	omx_unexp_handler_t h = ep->unexp_handler;
+	void *ctx = ep->unexp_handler_ctx;
+	pthread_mutex_unlock(&ep->lock);
+	int act = (int)h(ctx, a, match, len, (void *)(uintptr_t)data);
+	pthread_mutex_lock(&ep->lock);
+	ep->in_handler = 0;
+	pthread_cond_broadcast(&ep->cond);
+	if (act == OMX_UNEXP_HANDLER_RECV_FINISHED)
+		return 1;
+	if (act != OMX_UNEXP_HANDLER_RECV_CONTINUE)
+		omx__fatal("unexpected handler returned %d (neither RECV_CONTINUE nor RECV_FINISHED)\n", act);
+	return 0;
+}
+
+/* ---- sequence bookkeeping ---- */
+
+static void update_complete_seq(struct omx_partner *p)
+{
+	union omx_request *r = (union omx_request *)omx_list_first(&p->partial_recvs, omx_req_t, queue_elt);
+	p->next_complete_seq = r ? r->s.u.recv.seqnum : p->next_match_seq;
+}
+
+/* A message became fully received: ack now or later (wire.md 7.3). */
+static void message_received(struct omx_partner *p)
+{
+	update_complete_seq(p);
+	uint16_t unacked = omx_seq_diff(p->next_complete_seq, p->last_acked_recv_seq);
+	if (unacked == 0)
+		return;
+	omx__schedule_ack(p, unacked >= omx__cfg.notacked_max, omx_now_ns());
+}
+
+/* ---- delivering data ---- */
+
+static uint32_t frag_offset(struct omx_endpoint *ep, uint8_t frag)
+{
+	return ep->wp.mode == OMX_WIRE_COMPAT ? ((uint32_t)frag << ep->wp.frag_pipeline) : frag * ep->wp.medium_frag_max;
+}
+
+/* All bytes of a medium are in: finish it (matched) or leave it queued (still unexpected). */
+static void medium_done(union omx_request *r)
+{
+	struct omx_partner *p = r->s.partner;
+	omx_list_del(&r->s.queue_elt);
+	r->s.state &= ~OMX_RS_RECV_PARTIAL;
+	if (r->s.state & OMX_RS_UNEXPECTED)
+		return;
+	if (r->s.u.recv.unexp_buf) /* matched while partial: data went to our buffer */
+		omx__copy_to_segs(r->s.segs, r->s.nseg, 0, r->s.u.recv.unexp_buf, r->s.status.xfer_length);
+	omx__req_complete(r, r->s.status.xfer_length < r->s.status.msg_length ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+	(void)p;
+}
+
+/* Store one medium fragment into r (posted receive or unexpected copy). */
+static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const struct omx_pkt *pkt)
+{
+	uint8_t i = pkt->u.msg.frag_seqnum;
+	uint32_t off = frag_offset(ep, i);
+	uint32_t n = pkt->u.msg.frag_length;
+	if ((r->s.u.recv.frags_mask >> i) & 1)
+		return; /* duplicate fragment */
+	if (pkt->u.msg.length != r->s.status.msg_length || (uint64_t)off + n > r->s.status.msg_length) {
+		omx__count(ep->board, OMX_C_DROP_BAD_DATALEN);
+		return;
+	}
+	r->s.u.recv.frags_mask |= 1u << i;
+	r->s.u.recv.received += n;
+	omx__count(ep->board, OMX_C_RECV_MEDIUM_FRAG);
+	if (r->s.u.recv.unexp_buf) {
+		memcpy(r->s.u.recv.unexp_buf + off, pkt->payload, n);
+	} else if (off < r->s.status.xfer_length) {
+		uint32_t m = r->s.status.xfer_length - off < n ? r->s.status.xfer_length - off : n;
+		omx__copy_to_segs(r->s.segs, r->s.nseg, off, pkt->payload, m);
+	}
+	if (r->s.u.recv.received >= r->s.status.msg_length)
+		medium_done(r);
+}
+
+static uint32_t pkt_msg_length(const struct omx_pkt *pkt)
+{
+	return pkt->ptype == OMX_PT_RNDV ? pkt->u.msg.msg_length : pkt->u.msg.length;
+}
+
+/* First packet of a message (in sequence): fill r (posted receive or new unexpected). */
+static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union omx_request *r,
+			  const struct omx_pkt *pkt, int unexpected)
+{
+	uint32_t len = pkt_msg_length(pkt);
+	r->s.partner = p;
+	omx__partner_to_addr(p, &r->s.status.addr);
+	r->s.status.match_info = pkt->u.msg.match;
+	r->s.status.msg_length = len;
+	r->s.status.xfer_length = unexpected ? len : (len < r->s.total_len ? len : r->s.total_len);
+	if (unexpected) {
+		r->s.state |= OMX_RS_UNEXPECTED;
+		omx_list_add_tail(&ep->unexp, &r->s.done_elt);
+	}
+	switch (pkt->ptype) {
+	case OMX_PT_TINY:
+	case OMX_PT_SMALL:
+		omx__count(ep->board, pkt->ptype == OMX_PT_TINY ? OMX_C_RECV_TINY : OMX_C_RECV_SMALL);
+		if (unexpected) {
+			if (len)
+				memcpy(r->s.u.recv.unexp_buf, pkt->payload, len);
+			r->s.u.recv.received = len;
+		} else {
+			omx__copy_to_segs(r->s.segs, r->s.nseg, 0, pkt->payload, r->s.status.xfer_length);
+			omx__req_complete(r, r->s.status.xfer_length < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+		}
+		break;
+	case OMX_PT_MEDIUM:
+		r->s.u.recv.seqnum = pkt->u.msg.lib_seqnum;
+		r->s.state |= OMX_RS_RECV_PARTIAL;
+		omx_list_add_tail(&p->partial_recvs, &r->s.queue_elt);
+		medium_add_frag(ep, r, pkt);
+		break;
+	case OMX_PT_RNDV:
+		omx__count(ep->board, OMX_C_RECV_RNDV);
+		r->s.type = OMX_REQ_RECV_LARGE;
+		r->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
+		r->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
+		if (!unexpected)
+			omx__large_recv_start(r);
+		break;
+	}
+}
+
+/* New in-sequence message: match it, offer it to the handler, or queue it as unexpected.
+ * Returns 0 if it could not be stored (the sender will retransmit). */
+static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt)
+{
+	union omx_request *r;
+	uint32_t len = pkt_msg_length(pkt);
+	if (omx__match_posted(ep, pkt->u.msg.match, &r)) {
+		deliver_first(ep, p, r, pkt, 0);
+		return 1;
+	}
+	const void *data = NULL;
+	if (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL ||
+	    (pkt->ptype == OMX_PT_MEDIUM && pkt->u.msg.frag_length == len))
+		data = pkt->payload;
+	if (omx__run_unexp_handler(ep, p, pkt->u.msg.match, len, data)) {
+		if (pkt->ptype == OMX_PT_RNDV) {
+			/* Discarded: tell the sender nothing was taken (an internal request carries the
+			 * NOTIFY until it is acked). */
+			union omx_request *tmp = omx__req_alloc(ep, OMX_REQ_RECV_LARGE);
+			if (!tmp)
+				return 0;
+			tmp->s.state |= OMX_RS_COLLECTED | OMX_RS_DONE;
+			tmp->s.partner = p;
+			tmp->s.status.msg_length = len;
+			tmp->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
+			tmp->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
+			omx__send_notify(ep, tmp, 0);
+		}
+		return 1;
+	}
+	if (omx__match_posted(ep, pkt->u.msg.match, &r)) {
+		deliver_first(ep, p, r, pkt, 0);
+		return 1;
+	}
+	r = omx__req_alloc(ep, OMX_REQ_RECV);
+	if (!r)
+		return 0;
+	if (pkt->ptype != OMX_PT_RNDV && len) {
+		r->s.u.recv.unexp_buf = malloc(len);
+		if (!r->s.u.recv.unexp_buf) {
+			omx__req_free(r);
+			return 0;
+		}
+	}
+	deliver_first(ep, p, r, pkt, 1);
+	return 1;
+}
+
+static union omx_request *find_partial(struct omx_partner *p, uint16_t seq)
+{
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &p->partial_recvs) {
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
+		if (r->s.u.recv.seqnum == seq)
+			return r;
+	}
+	return NULL;
+}
+
+/* ---- early packets ---- */
+
+static void store_early(struct omx_partner *p, uint16_t seq, const struct omx_pkt *pkt, const uint8_t *frame,
+			size_t len)
+{
+	uint8_t frag = pkt->ptype == OMX_PT_MEDIUM ? pkt->u.msg.frag_seqnum : 0;
+	uint16_t d = omx_seq_diff(seq, p->next_complete_seq);
+	struct omx_list *pos, *tmp, *before = &p->early;
+	if (p->early_count >= OMX_EARLY_FRAMES_MAX)
+		return;
+	omx_list_for_each_safe(pos, tmp, &p->early) {
+		struct omx_early *e = omx_container_of(pos, struct omx_early, elt);
+		uint16_t de = omx_seq_diff(e->seqnum, p->next_complete_seq);
+		if (de == d && e->frag == frag)
+			return; /* exact duplicate */
+		if (de > d || (de == d && e->frag > frag)) {
+			before = pos;
+			break;
+		}
+	}
+	struct omx_early *e = malloc(sizeof(*e) + len);
+	if (!e)
+		return; /* the sender retransmits */
+	e->seqnum = seq;
+	e->frag = frag;
+	e->len = (uint32_t)len;
+	memcpy(e->frame, frame, len);
+	/* insert before `before` */
+	e->elt.next = before;
+	e->elt.prev = before->prev;
+	before->prev->next = &e->elt;
+	before->prev = &e->elt;
+	p->early_count++;
+}
+
+static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt,
+			   const uint8_t *frame, size_t len, int replay);
+
+static void drain_early(struct omx_endpoint *ep, struct omx_partner *p)
+{
+	struct omx_early *e;
+	while ((e = omx_list_first(&p->early, struct omx_early, elt))) {
+		uint16_t d = omx_seq_diff(e->seqnum, p->next_complete_seq);
+		if (d > omx_seq_diff(p->next_match_seq, p->next_complete_seq))
+			break;
+		omx_list_del(&e->elt);
+		p->early_count--;
+		struct omx_pkt pkt;
+		if (omx_wire_decode(&ep->wp, e->frame, e->len, &pkt) == OMX_WIRE_OK)
+			recv_sequenced(ep, p, &pkt, e->frame, e->len, 1);
+		free(e);
+	}
+}
+
+/* ---- sequenced packets: TINY SMALL MEDIUM RNDV NOTIFY ---- */
+
+static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt,
+			   const uint8_t *frame, size_t len, int replay)
+{
+	int notify = pkt->ptype == OMX_PT_NOTIFY;
+	uint16_t s = notify ? pkt->u.notify.lib_seqnum : pkt->u.msg.lib_seqnum;
+	uint16_t piggy = notify ? pkt->u.notify.lib_piggyack : pkt->u.msg.lib_piggyack;
+
+	if (omx_seq_sesnum(s) != omx_seq_sesnum(p->next_complete_seq))
+		return; /* obsolete session */
+	if (p->next_send_seq == OMX_SEQ_UNCONNECTED || omx_seq_sesnum(piggy) != omx_seq_sesnum(p->next_send_seq))
+		return;
+	omx__ack_received(p, piggy);
+
+	uint16_t idx = omx_seq_diff(s, p->next_complete_seq);
+	uint16_t max = omx_seq_diff(p->next_match_seq, p->next_complete_seq);
+	if (idx > max) {
+		if (idx <= max + OMX_EARLY_WINDOW) {
+			if (!replay)
+				store_early(p, s, pkt, frame, len);
+		} else if (idx == OMX_SEQNUM_MASK) {
+			omx__schedule_ack(p, 1, omx_now_ns()); /* our last ack was probably lost */
+		}
+		return;
+	}
+	if (s != p->next_match_seq) {
+		union omx_request *r = pkt->ptype == OMX_PT_MEDIUM ? find_partial(p, s) : NULL;
+		if (r) {
+			medium_add_frag(ep, r, pkt);
+			message_received(p);
+		}
+		return; /* otherwise a duplicate */
+	}
+	if (notify) {
+		omx__count(ep->board, OMX_C_RECV_NOTIFY);
+		omx__handle_notify(ep, p, pkt);
+	} else if (!new_message(ep, p, pkt)) {
+		return; /* not stored: do not advance, the sender retransmits */
+	}
+	p->next_match_seq = omx_seq_inc(p->next_match_seq);
+	message_received(p);
+	if (notify && ep->wp.mode == OMX_WIRE_COMPAT && omx_list_empty(&p->partial_recvs))
+		omx__schedule_ack(p, 1, omx_now_ns());
+	if (!replay)
+		drain_early(ep, p);
+}
+
+/* ---- per-type entry points ---- */
+
+/* Head peer index must name a present peer whose MAC is the frame's source (wire.md 3). */
+static struct omx_partner *sender_partner(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)
+{
+	struct omx_peer *peer = omx__peer(pkt->peer_index);
+	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0) {
+		omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);
+		return NULL;
+	}
+	struct omx_partner *p = omx__partner_get(ep, pkt->peer_index, src_ep);
+	if (!p)
+		omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);
+	return p;
+}
+
+static void recv_msg(struct omx_endpoint *ep, const struct omx_pkt *pkt, const uint8_t *frame, size_t len)
+{
+	int notify = pkt->ptype == OMX_PT_NOTIFY;
+	uint8_t dst = notify ? pkt->u.notify.dst_endpoint : pkt->u.msg.dst_endpoint;
+	uint8_t src = notify ? pkt->u.notify.src_endpoint : pkt->u.msg.src_endpoint;
+	uint32_t session = notify ? pkt->u.notify.session : pkt->u.msg.session;
+	struct omx_partner *p = sender_partner(ep, pkt, src);
+	if (!p)
+		return;
+	if (dst != ep->endpoint_index) {
+		omx__count(ep->board, OMX_C_DROP_BAD_ENDPOINT);
+		return;
+	}
+	if (session != ep->session) {
+		omx__count(ep->board, OMX_C_DROP_BAD_SESSION);
+		omx__send_nack_lib(ep, pkt, OMX_NACK_BAD_SESSION);
+		return;
+	}
+	recv_sequenced(ep, p, pkt, frame, len, 0);
+}
+
+static void recv_truc(struct omx_endpoint *ep, const struct omx_pkt *pkt)
+{
+	struct omx_partner *p = sender_partner(ep, pkt, pkt->u.truc.src_endpoint);
+	if (!p)
+		return;
+	if (pkt->u.truc.session != ep->session) {
+		omx__count(ep->board, OMX_C_DROP_BAD_SESSION);
+		return;
+	}
+	if (pkt->u.truc.acknum <= p->last_recv_acknum)
+		return; /* older liback */
+	p->last_recv_acknum = pkt->u.truc.acknum;
+	omx__count(ep->board, OMX_C_RECV_LIBACK);
+	omx__ack_received(p, pkt->u.truc.lib_seqnum);
+}
+
+void omx__recv_frame(void *arg, const uint8_t *frame, size_t len)
+{
+	struct omx_endpoint *ep = arg;
+	struct omx_pkt pkt;
+	enum omx_wire_err err = omx_wire_decode(&ep->wp, frame, len, &pkt);
+	if (err != OMX_WIRE_OK) {
+		if (err < OMX_WIRE_ERR_COUNT && wire_err_counter[err])
+			omx__count(ep->board, wire_err_counter[err]);
+		return;
+	}
+	switch (pkt.ptype) {
+	case OMX_PT_TINY:
+	case OMX_PT_SMALL:
+	case OMX_PT_MEDIUM:
+	case OMX_PT_RNDV:
+	case OMX_PT_NOTIFY:
+		recv_msg(ep, &pkt, frame, len);
+		break;
+	case OMX_PT_TRUC:
+		recv_truc(ep, &pkt);
+		break;
+	case OMX_PT_CONNECT:
+		omx__handle_connect(ep, &pkt);
+		break;
+	case OMX_PT_NACK_LIB:
+		omx__handle_nack_lib(ep, &pkt);
+		break;
+	case OMX_PT_PULL:
+		omx__handle_pull(ep, &pkt);
+		break;
+	case OMX_PT_PULL_REPLY:
+		omx__handle_pull_reply(ep, &pkt);
+		break;
+	case OMX_PT_NACK_MCP:
+		omx__handle_nack_mcp(ep, &pkt);
+		break;
+	case OMX_PT_HOST_QUERY:
+		omx__handle_host_query(ep, &pkt);
+		break;
+	case OMX_PT_HOST_REPLY:
+		omx__handle_host_reply(ep, &pkt);
+		break;
+	case OMX_PT_RAW:
+		omx__count(ep->board, OMX_C_RECV_RAW); /* discovery frames are for the discovery daemon */
+		break;
+	default:
+		omx__count(ep->board, OMX_C_DROP_NOT_IMPLEMENTED);
+		break;
+	}
+}
+
+/* ---- posting receives ---- */
+
+/* A matching unexpected message becomes the application's request. */
+static void take_unexpected(struct omx_endpoint *ep, union omx_request *u)
+{
+	omx_list_del(&u->s.done_elt);
+	u->s.state &= ~OMX_RS_UNEXPECTED;
+	uint32_t len = u->s.status.msg_length;
+	u->s.status.xfer_length = len < u->s.total_len ? len : u->s.total_len;
+	if (u->s.type == OMX_REQ_RECV_LARGE) {
+		omx__large_recv_start(u);
+		return;
+	}
+	if (u->s.state & OMX_RS_RECV_PARTIAL)
+		return; /* completes when the last fragment arrives */
+	omx__copy_to_segs(u->s.segs, u->s.nseg, 0, u->s.u.recv.unexp_buf, u->s.status.xfer_length);
+	union omx_request *self_send = u->s.u.recv.self_send;
+	if (self_send) {
+		self_send->s.status.xfer_length = u->s.status.xfer_length;
+		omx__req_complete(self_send, u->s.status.xfer_length < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+		omx__req_clear(self_send, OMX_RS_SELF_WAITING);
+		u->s.u.recv.self_send = NULL;
+	}
+	omx__req_complete(u, u->s.status.xfer_length < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+	(void)ep;
+}
+
+omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
+			    uint64_t mask, void *context, omx_request_t *request)
+{
+	if (match & ~mask)
+		return omx__error(ep, OMX_BAD_MATCH_MASK, "Posting receive with match 0x%llx mask 0x%llx",
+				  (unsigned long long)match, (unsigned long long)mask);
+	if (ep->ctxid_bits) {
+		uint64_t cmask = (((uint64_t)1 << ep->ctxid_bits) - 1) << ep->ctxid_shift;
+		if ((mask & cmask) != cmask)
+			return omx__error(ep, OMX_BAD_MATCHING_FOR_CONTEXT_ID_MASK, "Posting receive with mask 0x%llx",
+					  (unsigned long long)mask);
+	}
+	pthread_mutex_lock(&ep->lock);
+	struct omx_list *pos, *tmp;
+	union omx_request *r = NULL;
+	omx_list_for_each_safe(pos, tmp, &ep->unexp) {
+		union omx_request *u = (union omx_request *)omx_container_of(pos, omx_req_t, done_elt);
+		if ((u->s.status.match_info & mask) == match) {
+			r = u;
+			break;
+		}
+	}
+	int consumed = r != NULL;
+	if (!r) {
+		r = omx__req_alloc(ep, OMX_REQ_RECV);
+		if (!r) {
+			pthread_mutex_unlock(&ep->lock);
+			return omx__error(ep, OMX_NO_RESOURCES, "Allocating receive request");
+		}
+	}
+	omx_seg_t *old_segs = r->s.segs;
+	omx_return_t ret = omx__req_set_segs(r, segs, nseg);
+	if (ret != OMX_SUCCESS) {
+		if (!consumed)
+			omx__req_free(r);
+		else if (r->s.segs != old_segs)
+			r->s.segs = &r->s.seg1;
+		pthread_mutex_unlock(&ep->lock);
+		return omx__error(ep, ret, "Posting receive");
+	}
+	r->s.u.recv.match_info = match;
+	r->s.u.recv.match_mask = mask;
+	r->s.status.context = context;
+	if (!request)
+		r->s.state |= OMX_RS_COLLECTED;
+	else
+		*request = r;
+	if (consumed) {
+		take_unexpected(ep, r);
+	} else {
+		r->s.state |= OMX_RS_RECV_POSTED;
+		omx_list_add_tail(&ep->posted_recvs, &r->s.queue_elt);
+		omx__progress(ep);
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_irecv(omx_endpoint_t ep, void *buffer, size_t length, uint64_t match_info, uint64_t match_mask,
+		       void *context, omx_request_t *request)
+{
+	if (length > UINT32_MAX)
+		return omx__error(ep, OMX_SEGMENTS_BAD_COUNT, "Receiving more than 4 GiB");
+	omx_seg_t seg = { buffer, (uint32_t)length };
+	return omx__post_recv(ep, &seg, 1, match_info, match_mask, context, request);
+}
+
+omx_return_t omx_irecvv(omx_endpoint_t ep, omx_seg_t *segs, uint32_t nseg, uint64_t match_info, uint64_t match_mask,
+			void *context, omx_request_t *request)
+{
+	return omx__post_recv(ep, segs, nseg, match_info, match_mask, context, request);
+}

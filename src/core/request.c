@@ -1,0 +1,459 @@
+/*
+ * request.c - request objects and their life cycle (behaviour.md 3), and the completion calls
+ * of the native API (omx-native-api.md 4.5): test, wait, test_any, wait_any, ipeek, peek,
+ * iprobe, probe, ibuffered, context, forget, cancel, cancel_notest, set_request_timeout.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type type)
+{
+	union omx_request *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	omx_list_init(&r->s.queue_elt);
+	omx_list_init(&r->s.done_elt);
+	omx_list_init(&r->s.timer_elt);
+	omx_list_add_tail(&ep->all_reqs, &r->s.all_elt);
+	r->s.type = type;
+	r->s.ep = ep;
+	r->s.segs = &r->s.seg1;
+	r->s.nseg = 1;
+	r->s.resends_max = ep->resends_max;
+	r->s.u.send.region = -1;
+	return r;
+}
+
+void omx__req_free(union omx_request *r)
+{
+	omx_list_del(&r->s.all_elt);
+	if (r->s.segs != &r->s.seg1)
+		free(r->s.segs);
+	if (r->s.type <= OMX_REQ_SEND_SELF) {
+		if (r->s.u.send.data && r->s.u.send.data != r->s.u.send.inline_data)
+			free(r->s.u.send.data);
+	} else if (r->s.type == OMX_REQ_RECV || r->s.type == OMX_REQ_RECV_LARGE) {
+		free(r->s.u.recv.unexp_buf);
+	}
+	free(r);
+}
+
+void omx__req_maybe_free(union omx_request *r)
+{
+	if ((r->s.state & (OMX_RS_COLLECTED | OMX_RS_DONE)) == (OMX_RS_COLLECTED | OMX_RS_DONE) &&
+	    !(r->s.state & OMX_RS_BUSY))
+		omx__req_free(r);
+}
+
+void omx__req_clear(union omx_request *r, uint32_t bits)
+{
+	struct omx_endpoint *ep = r->s.ep;
+	if ((bits & OMX_RS_NEED_ACK) && (r->s.state & OMX_RS_NEED_ACK) && (r->s.state & OMX_RS_DONE_EARLY)) {
+		ep->zombies--;
+		r->s.state &= ~OMX_RS_DONE_EARLY;
+	}
+	r->s.state &= ~bits;
+	omx__req_maybe_free(r);
+}
+
+/* Mark done with `code`; requests with a non-success status go through the error handler first
+ * (its return value becomes the status, omx-native-api.md 5.2). */
+void omx__req_complete(union omx_request *r, omx_return_t code)
+{
+	struct omx_endpoint *ep = r->s.ep;
+	if (r->s.state & OMX_RS_DONE)
+		return;
+	if (code != OMX_SUCCESS && code != OMX_CANCELLED && !(r->s.state & OMX_RS_INTERNAL))
+		code = omx__error(ep, code, "Completing request");
+	r->s.status.code = code;
+	r->s.state |= OMX_RS_DONE;
+	ep->completions++;
+	if (!(r->s.state & OMX_RS_COLLECTED))
+		omx_list_add_tail(&ep->done, &r->s.done_elt);
+	omx__req_maybe_free(r);
+}
+
+omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint32_t nseg)
+{
+	uint64_t total = 0;
+	if (nseg > OMX_MAX_SEGMENTS)
+		return OMX_SEGMENTS_BAD_COUNT;
+	if (nseg == 0 || !segs) {
+		r->s.seg1.ptr = NULL;
+		r->s.seg1.len = 0;
+		r->s.segs = &r->s.seg1;
+		r->s.nseg = 1;
+		r->s.total_len = 0;
+		return nseg == 0 ? OMX_SUCCESS : OMX_SEGMENTS_BAD_COUNT;
+	}
+	if (nseg == 1) {
+		r->s.seg1 = segs[0];
+		r->s.segs = &r->s.seg1;
+	} else {
+		r->s.segs = malloc(nseg * sizeof(*segs));
+		if (!r->s.segs) {
+			r->s.segs = &r->s.seg1;
+			return OMX_NO_RESOURCES;
+		}
+		memcpy(r->s.segs, segs, nseg * sizeof(*segs));
+	}
+	r->s.nseg = nseg;
+	for (uint32_t i = 0; i < nseg; i++)
+		total += segs[i].len;
+	if (total > UINT32_MAX)
+		return OMX_SEGMENTS_BAD_COUNT; /* [QUIRK fixed] the reference wrapped at 4 GiB */
+	r->s.total_len = (uint32_t)total;
+	return OMX_SUCCESS;
+}
+
+void omx__copy_to_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, const void *src, uint32_t len)
+{
+	const uint8_t *s = src;
+	for (uint32_t i = 0; i < nseg && len; i++) {
+		if (offset >= segs[i].len) {
+			offset -= segs[i].len;
+			continue;
+		}
+		uint32_t n = segs[i].len - offset;
+		if (n > len)
+			n = len;
+		memcpy((uint8_t *)segs[i].ptr + offset, s, n);
+		s += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
+void omx__copy_from_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, void *dst, uint32_t len)
+{
+	uint8_t *d = dst;
+	for (uint32_t i = 0; i < nseg && len; i++) {
+		if (offset >= segs[i].len) {
+			offset -= segs[i].len;
+			continue;
+		}
+		uint32_t n = segs[i].len - offset;
+		if (n > len)
+			n = len;
+		memcpy(d, (const uint8_t *)segs[i].ptr + offset, n);
+		d += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
+/* ---- collecting completions ---- */
+
+static void collect(union omx_request *r, omx_status_t *status)
+{
+	struct omx_endpoint *ep = r->s.ep;
+	if (status)
+		*status = r->s.status;
+	omx_list_del(&r->s.done_elt);
+	r->s.state |= OMX_RS_COLLECTED;
+	if ((r->s.state & OMX_RS_NEED_ACK) && !(r->s.state & OMX_RS_DONE_EARLY)) {
+		/* completed, still awaiting its ack: a zombie freed at ack time */
+	}
+	(void)ep;
+	omx__req_maybe_free(r);
+}
+
+#define ENTER(ep)                                                                                              \
+	do {                                                                                                   \
+		if (!(ep))                                                                                     \
+			return OMX_BAD_ENDPOINT;                                                               \
+		pthread_mutex_lock(&(ep)->lock);                                                               \
+		omx__progress(ep);                                                                             \
+	} while (0)
+
+omx_return_t omx_test(omx_endpoint_t ep, omx_request_t *request, omx_status_t *status, uint32_t *result)
+{
+	*result = 0;
+	if (!request || !*request)
+		return omx__error(ep, OMX_BAD_REQUEST, "Testing a NULL request");
+	ENTER(ep);
+	union omx_request *r = *request;
+	if (r->s.state & OMX_RS_DONE) {
+		collect(r, status);
+		*request = NULL;
+		*result = 1;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+static int cond_req_done(struct omx_endpoint *ep, void *arg)
+{
+	(void)ep;
+	union omx_request *r = arg;
+	return (r->s.state & OMX_RS_DONE) != 0;
+}
+
+omx_return_t omx_wait(omx_endpoint_t ep, omx_request_t *request, omx_status_t *status, uint32_t *result,
+		      uint32_t timeout)
+{
+	*result = 0;
+	if (!request || !*request)
+		return omx__error(ep, OMX_BAD_REQUEST, "Waiting on a NULL request");
+	ENTER(ep);
+	union omx_request *r = *request;
+	if (omx__wait(ep, cond_req_done, r, timeout)) {
+		collect(r, status);
+		*request = NULL;
+		*result = 1;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+struct any_arg {
+	uint64_t match, mask;
+	union omx_request *found;
+};
+
+static int cond_any_done(struct omx_endpoint *ep, void *arg)
+{
+	struct any_arg *a = arg;
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->done) {
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, done_elt);
+		if ((r->s.status.match_info & a->mask) == a->match) {
+			a->found = r;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static omx_return_t any_common(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,
+			       uint32_t *result, uint32_t timeout, int blocking)
+{
+	*result = 0;
+	if (!ep)
+		return OMX_BAD_ENDPOINT;
+	if (match_info & ~match_mask)
+		return omx__error(ep, OMX_BAD_MATCH_MASK, "%s with match 0x%llx mask 0x%llx",
+				  blocking ? "Waiting any" : "Testing any", (unsigned long long)match_info,
+				  (unsigned long long)match_mask);
+	ENTER(ep);
+	struct any_arg a = { match_info, match_mask, NULL };
+	int ok = blocking ? omx__wait(ep, cond_any_done, &a, timeout) : cond_any_done(ep, &a);
+	if (ok) {
+		collect(a.found, status);
+		*result = 1;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_test_any(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,
+			  uint32_t *result)
+{
+	return any_common(ep, match_info, match_mask, status, result, 0, 0);
+}
+
+omx_return_t omx_wait_any(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,
+			  uint32_t *result, uint32_t timeout)
+{
+	return any_common(ep, match_info, match_mask, status, result, timeout, 1);
+}
+
+static int cond_done_nonempty(struct omx_endpoint *ep, void *arg)
+{
+	(void)arg;
+	return !omx_list_empty(&ep->done);
+}
+
+static omx_return_t peek_common(omx_endpoint_t ep, omx_request_t *request, uint32_t *result, uint32_t timeout,
+				int blocking)
+{
+	*result = 0;
+	ENTER(ep);
+	int ok = blocking ? omx__wait(ep, cond_done_nonempty, NULL, timeout) : cond_done_nonempty(ep, NULL);
+	if (ok) {
+		*request = (union omx_request *)omx_container_of(ep->done.next, omx_req_t, done_elt);
+		*result = 1;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_ipeek(omx_endpoint_t ep, omx_request_t *request, uint32_t *result)
+{
+	return peek_common(ep, request, result, 0, 0);
+}
+
+omx_return_t omx_peek(omx_endpoint_t ep, omx_request_t *request, uint32_t *result, uint32_t timeout)
+{
+	return peek_common(ep, request, result, timeout, 1);
+}
+
+static int cond_unexp(struct omx_endpoint *ep, void *arg)
+{
+	struct any_arg *a = arg;
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->unexp) {
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, done_elt);
+		if ((r->s.status.match_info & a->mask) == a->match) {
+			a->found = r;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static omx_return_t probe_common(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,
+				 uint32_t *result, uint32_t timeout, int blocking)
+{
+	*result = 0;
+	if (!ep)
+		return OMX_BAD_ENDPOINT;
+	if (match_info & ~match_mask)
+		return omx__error(ep, OMX_BAD_MATCH_MASK, "Probing with match 0x%llx mask 0x%llx",
+				  (unsigned long long)match_info, (unsigned long long)match_mask);
+	ENTER(ep);
+	struct any_arg a = { match_info, match_mask, NULL };
+	int ok = blocking ? omx__wait(ep, cond_unexp, &a, timeout) : cond_unexp(ep, &a);
+	if (ok) {
+		if (status) {
+			*status = a.found->s.status;
+			status->code = OMX_SUCCESS;
+			status->xfer_length = status->msg_length;
+			status->context = NULL;
+		}
+		*result = 1;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_iprobe(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,
+			uint32_t *result)
+{
+	return probe_common(ep, match_info, match_mask, status, result, 0, 0);
+}
+
+omx_return_t omx_probe(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,
+		       uint32_t *result, uint32_t timeout)
+{
+	return probe_common(ep, match_info, match_mask, status, result, timeout, 1);
+}
+
+omx_return_t omx_ibuffered(omx_endpoint_t ep, omx_request_t *request, uint32_t *result)
+{
+	*result = 0;
+	if (!request || !*request)
+		return OMX_BAD_REQUEST;
+	ENTER(ep);
+	union omx_request *r = *request;
+	omx_return_t ret = OMX_SUCCESS;
+	switch (r->s.type) {
+	case OMX_REQ_SEND_TINY:
+	case OMX_REQ_SEND_SMALL:
+	case OMX_REQ_SEND_MEDIUM:
+	case OMX_REQ_SEND_SELF:
+		*result = 1; /* eager payloads are copied when posted */
+		break;
+	case OMX_REQ_SEND_LARGE:
+		*result = (r->s.state & OMX_RS_DONE) ? 1 : 0;
+		break;
+	default:
+		ret = OMX_BAD_REQUEST;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+omx_return_t omx_context(omx_request_t *request, void **context)
+{
+	*context = (*request)->s.status.context;
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_forget(omx_endpoint_t ep, omx_request_t *request)
+{
+	if (!request || !*request)
+		return OMX_SUCCESS;
+	if (!ep)
+		return OMX_BAD_ENDPOINT;
+	pthread_mutex_lock(&ep->lock);
+	union omx_request *r = *request;
+	omx_list_del(&r->s.done_elt);
+	r->s.state |= OMX_RS_COLLECTED;
+	omx__req_maybe_free(r);
+	*request = NULL;
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+/* Remove a cancellable request from its queues. Returns 1 if it was cancellable. */
+static int cancel_detach(union omx_request *r)
+{
+	if ((r->s.type == OMX_REQ_RECV || r->s.type == OMX_REQ_RECV_LARGE) && (r->s.state & OMX_RS_RECV_POSTED)) {
+		omx_list_del(&r->s.queue_elt);
+		r->s.state &= ~OMX_RS_RECV_POSTED;
+		return 1;
+	}
+	if (r->s.type == OMX_REQ_CONNECT && (r->s.state & OMX_RS_NEED_REPLY)) {
+		omx_list_del(&r->s.queue_elt);
+		omx_list_del(&r->s.timer_elt);
+		r->s.state &= ~OMX_RS_NEED_REPLY;
+		return 1;
+	}
+	return 0;
+}
+
+static omx_return_t cancel_common(omx_endpoint_t ep, omx_request_t *request, uint32_t *result, int notest)
+{
+	*result = 0;
+	if (!request || !*request)
+		return omx__error(ep, OMX_BAD_REQUEST, "Cancelling a NULL request");
+	ENTER(ep);
+	union omx_request *r = *request;
+	omx_return_t ret = OMX_SUCCESS;
+	if (r->s.type <= OMX_REQ_SEND_SELF) {
+		pthread_mutex_unlock(&ep->lock);
+		return omx__error(ep, OMX_BAD_REQUEST, "Cancelling a send request");
+	}
+	if (cancel_detach(r)) {
+		*result = 1;
+		if (notest) {
+			omx__req_complete(r, OMX_CANCELLED);
+		} else {
+			r->s.state |= OMX_RS_COLLECTED | OMX_RS_DONE;
+			omx__req_maybe_free(r);
+			*request = NULL;
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+omx_return_t omx_cancel(omx_endpoint_t ep, omx_request_t *request, uint32_t *result)
+{
+	return cancel_common(ep, request, result, 0);
+}
+
+omx_return_t omx_cancel_notest(omx_endpoint_t ep, omx_request_t *request, uint32_t *result)
+{
+	return cancel_common(ep, request, result, 1);
+}
+
+/* Budget = retransmissions allowed: ceil(ms / resend delay). All-ones = never give up. */
+omx_return_t omx_set_request_timeout(omx_endpoint_t ep, omx_request_t request, uint32_t ms)
+{
+	uint64_t delay_ms = omx__cfg.resend_delay_ns / 1000000u;
+	uint32_t budget;
+	if (!delay_ms)
+		delay_ms = 1;
+	budget = ms == 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)(((uint64_t)ms + delay_ms - 1) / delay_ms);
+	if (request) {
+		request->s.resends_max = budget;
+	} else if (ep) {
+		ep->resends_max = budget;
+		ep->pull_timeout_ns = ms == 0xFFFFFFFFu ? UINT64_MAX : omx__ms_to_ns(ms);
+	}
+	return OMX_SUCCESS;
+}

@@ -1,0 +1,440 @@
+/*
+ * send.c - the send side of the reliability layer (wire.md 6, 7): size classes, sequence numbers,
+ * piggybacked and explicit acks, retransmission, flow control, and self sends (behaviour.md 6.1).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+uint16_t omx__piggyack(struct omx_partner *p)
+{
+	uint16_t a = p->next_complete_seq;
+	p->last_acked_recv_seq = a;
+	if (p->ack_state && omx_list_linked(&p->ack_elt)) {
+		omx_list_del(&p->ack_elt);
+		p->ack_state = 0;
+	}
+	return a;
+}
+
+static void fill_msg_head(struct omx_pkt *pkt, union omx_request *r, uint8_t ptype)
+{
+	struct omx_partner *p = r->s.partner;
+	struct omx_endpoint *ep = r->s.ep;
+	memset(pkt, 0, sizeof(*pkt));
+	memcpy(pkt->dst_mac, p->mac, 6);
+	pkt->peer_index = omx__partner_reverse_index(p);
+	pkt->ptype = ptype;
+	pkt->u.msg.dst_endpoint = p->endpoint_index;
+	pkt->u.msg.src_endpoint = (uint8_t)ep->endpoint_index;
+	pkt->u.msg.lib_seqnum = r->s.seqnum;
+	pkt->u.msg.lib_piggyack = omx__piggyack(p);
+	pkt->u.msg.match = r->s.status.match_info;
+	pkt->u.msg.session = p->true_session;
+}
+
+/* Transmit (or retransmit) every frame of a sequenced message with the current piggyack. */
+void omx__send_sequenced(union omx_request *r)
+{
+	struct omx_endpoint *ep = r->s.ep;
+	struct omx_pkt pkt;
+	uint32_t len = r->s.total_len;
+
+	switch (r->s.type) {
+	case OMX_REQ_SEND_TINY:
+	case OMX_REQ_SEND_SMALL:
+		fill_msg_head(&pkt, r, r->s.type == OMX_REQ_SEND_TINY ? OMX_PT_TINY : OMX_PT_SMALL);
+		pkt.u.msg.length = len;
+		pkt.payload = r->s.u.send.data;
+		pkt.payload_len = len;
+		omx__send_frame(ep, &pkt, r->s.type == OMX_REQ_SEND_TINY ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
+		break;
+	case OMX_REQ_SEND_MEDIUM: {
+		uint32_t F = ep->wp.medium_frag_max;
+		for (uint32_t i = 0, off = 0; off < len; i++, off += F) {
+			fill_msg_head(&pkt, r, OMX_PT_MEDIUM);
+			pkt.u.msg.length = len;
+			pkt.u.msg.frag_seqnum = (uint8_t)i;
+			pkt.u.msg.frag_length = (uint16_t)(len - off < F ? len - off : F);
+			pkt.u.msg.frag_pipeline = ep->wp.frag_pipeline;
+			pkt.payload = r->s.u.send.data + off;
+			pkt.payload_len = pkt.u.msg.frag_length;
+			omx__send_frame(ep, &pkt, OMX_C_SEND_MEDIUMSQ_FRAG);
+		}
+		break;
+	}
+	case OMX_REQ_RECV_LARGE:
+		omx__build_notify(r, &pkt);
+		omx__send_frame(ep, &pkt, OMX_C_SEND_NOTIFY);
+		break;
+	case OMX_REQ_SEND_LARGE:
+		fill_msg_head(&pkt, r, OMX_PT_RNDV);
+		pkt.u.msg.length = 8;
+		pkt.u.msg.msg_length = len;
+		pkt.u.msg.rdma_id = (uint8_t)r->s.u.send.region;
+		pkt.u.msg.rdma_seqnum = r->s.u.send.region_seqnum;
+		omx__send_frame(ep, &pkt, OMX_C_SEND_RNDV);
+		break;
+	default:
+		return;
+	}
+	r->s.last_send_ns = omx_now_ns();
+	omx_list_del(&r->s.timer_elt);
+	omx_list_add_tail(&ep->resend_list, &r->s.timer_elt);
+}
+
+static int region_get(struct omx_endpoint *ep, union omx_request *r)
+{
+	if (r->s.u.send.region >= 0)
+		return 0;
+	if (ep->large_sends >= OMX_LARGE_SENDS_MAX)
+		return -1;
+	for (int i = 0; i < OMX_REGION_MAX; i++) {
+		if (!ep->regions[i].req) {
+			ep->regions[i].req = r;
+			ep->regions[i].seqnum++;
+			r->s.u.send.region = i;
+			r->s.u.send.region_seqnum = ep->regions[i].seqnum;
+			ep->large_sends++;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void omx__region_release(struct omx_endpoint *ep, union omx_request *r)
+{
+	int i = r->s.u.send.region;
+	if (i < 0 || ep->regions[i].req != r)
+		return;
+	ep->regions[i].req = NULL;
+	r->s.u.send.region = -1;
+	ep->large_sends--;
+}
+
+/* Give a seqnum and transmit, or leave it throttled. Returns 0 if sent. */
+static int try_send_now(union omx_request *r)
+{
+	struct omx_partner *p = r->s.partner;
+	struct omx_endpoint *ep = r->s.ep;
+	if (omx_seq_diff(p->next_send_seq, p->next_acked_seq) >= OMX_THROTTLE_WINDOW)
+		return -1;
+	if (r->s.type == OMX_REQ_SEND_LARGE && region_get(ep, r) < 0)
+		return -1;
+	r->s.seqnum = p->next_send_seq;
+	p->next_send_seq = omx_seq_inc(p->next_send_seq);
+	r->s.state |= OMX_RS_NEED_ACK;
+	if (r->s.type == OMX_REQ_SEND_LARGE)
+		r->s.state |= OMX_RS_NEED_REPLY;
+	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
+	omx__send_sequenced(r);
+	return 0;
+}
+
+void omx__release_throttled(struct omx_partner *p)
+{
+	union omx_request *r;
+	while ((r = (union omx_request *)omx_list_first(&p->throttled, omx_req_t, queue_elt))) {
+		omx_list_del(&r->s.queue_elt);
+		if (try_send_now(r) < 0) {
+			/* back at the head: order is preserved */
+			struct omx_list *first = p->throttled.next;
+			r->s.queue_elt.next = first;
+			r->s.queue_elt.prev = &p->throttled;
+			first->prev = &r->s.queue_elt;
+			p->throttled.next = &r->s.queue_elt;
+			return;
+		}
+		r->s.state &= ~OMX_RS_NEED_SEQNUM;
+	}
+}
+
+/* Release requests acked by `ack` (wire.md 7.2). */
+void omx__ack_received(struct omx_partner *p, uint16_t ack)
+{
+	struct omx_endpoint *ep = p->ep;
+	if (p->next_acked_seq == OMX_SEQ_UNCONNECTED || omx_seq_sesnum(ack) != omx_seq_sesnum(p->next_send_seq))
+		return;
+	uint16_t newly = omx_seq_diff(ack, p->next_acked_seq);
+	uint16_t missing = omx_seq_diff(p->next_send_seq, p->next_acked_seq);
+	if (newly == 0 || newly > missing)
+		return;
+	union omx_request *r;
+	while ((r = (union omx_request *)omx_list_first(&p->non_acked, omx_req_t, queue_elt))) {
+		if (omx_seq_diff(r->s.seqnum, p->next_acked_seq) >= newly)
+			break;
+		omx_list_del(&r->s.queue_elt);
+		omx_list_del(&r->s.timer_elt);
+		if (r->s.type == OMX_REQ_RECV_LARGE) { /* our NOTIFY was acked */
+			omx__req_clear(r, OMX_RS_NEED_ACK | OMX_RS_NOTIFY_PENDING);
+		} else if (r->s.type == OMX_REQ_SEND_LARGE) {
+			if (r->s.u.send.notified) {
+				omx__region_release(ep, r);
+				omx__req_complete(r, r->s.status.xfer_length < r->s.status.msg_length ?
+							     OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+				omx__req_clear(r, OMX_RS_NEED_ACK | OMX_RS_NEED_REPLY);
+			} else {
+				omx_list_add_tail(&p->need_notify, &r->s.queue_elt);
+				omx__req_clear(r, OMX_RS_NEED_ACK);
+			}
+		} else {
+			omx__req_complete(r, OMX_SUCCESS);
+			omx__req_clear(r, OMX_RS_NEED_ACK);
+		}
+	}
+	p->next_acked_seq = ack;
+	omx__release_throttled(p);
+}
+
+void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
+{
+	union omx_request *r;
+	while ((r = (union omx_request *)omx_list_first(&ep->resend_list, omx_req_t, timer_elt))) {
+		if (now < r->s.last_send_ns + omx__cfg.resend_delay_ns)
+			break;
+		if (r->s.resends >= r->s.resends_max) {
+			struct omx_partner *p = r->s.partner;
+			omx__verbose("partner %012llx endpoint %u unreachable after %u resends, resetting it\n",
+				     (unsigned long long)p->nic_id, p->endpoint_index, r->s.resends);
+			p->gen++;
+			omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, 1);
+			continue;
+		}
+		r->s.resends++;
+		omx__send_sequenced(r);
+	}
+}
+
+/* ---- explicit acks (TRUC liback) ---- */
+
+void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now)
+{
+	struct omx_endpoint *ep = p->ep;
+	if (immediate) {
+		if (p->ack_state != 2) {
+			omx_list_del(&p->ack_elt);
+			omx_list_add_tail(&ep->ack_list, &p->ack_elt);
+			p->ack_state = 2;
+		}
+	} else if (!p->ack_state) {
+		p->ack_state = 1;
+		p->ack_since_ns = now;
+		omx_list_add_tail(&ep->ack_list, &p->ack_elt);
+	}
+}
+
+static void send_liback(struct omx_endpoint *ep, struct omx_partner *p)
+{
+	struct omx_pkt pkt;
+	memset(&pkt, 0, sizeof(pkt));
+	memcpy(pkt.dst_mac, p->mac, 6);
+	pkt.peer_index = omx__partner_reverse_index(p);
+	pkt.ptype = OMX_PT_TRUC;
+	pkt.u.truc.dst_endpoint = p->endpoint_index;
+	pkt.u.truc.src_endpoint = (uint8_t)ep->endpoint_index;
+	pkt.u.truc.length = 16;
+	pkt.u.truc.session = p->back_session != OMX_SESSION_UNKNOWN ? p->back_session : p->true_session;
+	pkt.u.truc.session_id = pkt.u.truc.session;
+	pkt.u.truc.type = OMX_TRUC_TYPE_ACK;
+	pkt.u.truc.lib_seqnum = p->next_complete_seq;
+	pkt.u.truc.send_seq = p->next_complete_seq;
+	pkt.u.truc.acknum = ++p->last_send_acknum;
+	p->last_acked_recv_seq = p->next_complete_seq;
+	omx__send_frame(ep, &pkt, OMX_C_SEND_LIBACK);
+}
+
+void omx__send_acks(struct omx_endpoint *ep, uint64_t now)
+{
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->ack_list) {
+		struct omx_partner *p = omx_container_of(pos, struct omx_partner, ack_elt);
+		if (p->ack_state == 1 && now < p->ack_since_ns + omx__cfg.ack_delay_ns)
+			continue;
+		omx_list_del(&p->ack_elt);
+		p->ack_state = 0;
+		send_liback(ep, p);
+	}
+}
+
+void omx__send_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *bad, uint8_t nack_type)
+{
+	struct omx_peer *peer = omx__peer(bad->peer_index);
+	struct omx_pkt pkt;
+	if (!peer)
+		return; /* a sender we cannot name gets no NACK (wire.md 10) */
+	memset(&pkt, 0, sizeof(pkt));
+	memcpy(pkt.dst_mac, bad->src_mac, 6);
+	pkt.peer_index = peer->reverse_index[ep->board_index];
+	pkt.ptype = OMX_PT_NACK_LIB;
+	pkt.u.nack_lib.src_endpoint = bad->u.msg.dst_endpoint;
+	pkt.u.nack_lib.nack_type = nack_type;
+	pkt.u.nack_lib.dst_endpoint = bad->u.msg.src_endpoint;
+	pkt.u.nack_lib.dst_src_peer_index = bad->peer_index;
+	pkt.u.nack_lib.lib_seqnum = bad->ptype == OMX_PT_CONNECT ? 0 :
+				    bad->ptype == OMX_PT_NOTIFY ? bad->u.notify.lib_seqnum : bad->u.msg.lib_seqnum;
+	omx__send_frame(ep, &pkt, OMX_C_SEND_NACK_LIB);
+}
+
+/* ---- self ---- */
+
+static void self_send(struct omx_endpoint *ep, union omx_request *r)
+{
+	union omx_request *recv;
+	uint32_t len = r->s.total_len;
+	if (!omx__match_posted(ep, r->s.status.match_info, &recv)) {
+		const void *data = r->s.nseg == 1 ? r->s.segs[0].ptr : NULL;
+		if (omx__run_unexp_handler(ep, ep->self, r->s.status.match_info, len, data)) {
+			omx__req_complete(r, OMX_SUCCESS);
+			return;
+		}
+		if (!omx__match_posted(ep, r->s.status.match_info, &recv)) {
+			/* Stored as unexpected; the send completes when a receive matches it. */
+			union omx_request *u = omx__req_alloc(ep, OMX_REQ_RECV);
+			uint8_t *buf = len ? malloc(len) : NULL;
+			if (!u || (len && !buf)) {
+				free(buf);
+				if (u)
+					omx__req_free(u);
+				omx__req_complete(r, OMX_NO_RESOURCES);
+				return;
+			}
+			omx__copy_from_segs(r->s.segs, r->s.nseg, 0, buf, len);
+			u->s.u.recv.unexp_buf = buf;
+			u->s.partner = ep->self;
+			omx__partner_to_addr(ep->self, &u->s.status.addr);
+			u->s.status.match_info = r->s.status.match_info;
+			u->s.status.msg_length = len;
+			u->s.u.recv.received = len;
+			u->s.u.recv.self_send = r;
+			u->s.state |= OMX_RS_UNEXPECTED;
+			r->s.state |= OMX_RS_SELF_WAITING;
+			omx_list_add_tail(&ep->unexp, &u->s.done_elt);
+			return;
+		}
+	}
+	uint32_t xfer = len < recv->s.total_len ? len : recv->s.total_len;
+	uint8_t tmp[4096];
+	for (uint32_t off = 0; off < xfer; off += sizeof(tmp)) {
+		uint32_t n = xfer - off < sizeof(tmp) ? xfer - off : (uint32_t)sizeof(tmp);
+		omx__copy_from_segs(r->s.segs, r->s.nseg, off, tmp, n);
+		omx__copy_to_segs(recv->s.segs, recv->s.nseg, off, tmp, n);
+	}
+	omx__partner_to_addr(ep->self, &recv->s.status.addr);
+	recv->s.status.match_info = r->s.status.match_info;
+	recv->s.status.msg_length = len;
+	recv->s.status.xfer_length = xfer;
+	r->s.status.xfer_length = xfer;
+	omx__req_complete(recv, xfer < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+	omx__req_complete(r, xfer < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+}
+
+/* ---- posting ---- */
+
+static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request *r, int synchronous)
+{
+	uint32_t len = r->s.total_len;
+	uint32_t threshold = omx__cfg.rndv_threshold < ep->wp.medium_max ? omx__cfg.rndv_threshold : ep->wp.medium_max;
+	if (synchronous || len > threshold) {
+		r->s.type = OMX_REQ_SEND_LARGE;
+		return OMX_SUCCESS;
+	}
+	r->s.type = len <= OMX_TINY_MAX ? OMX_REQ_SEND_TINY : len <= OMX_SMALL_MAX ? OMX_REQ_SEND_SMALL : OMX_REQ_SEND_MEDIUM;
+	if (len <= OMX_SMALL_MAX) {
+		r->s.u.send.data = r->s.u.send.inline_data;
+	} else {
+		r->s.u.send.data = malloc(len);
+		if (!r->s.u.send.data)
+			return OMX_NO_RESOURCES;
+	}
+	omx__copy_from_segs(r->s.segs, r->s.nseg, 0, r->s.u.send.data, len);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, omx_endpoint_addr_t dest,
+			    uint64_t match, void *context, omx_request_t *request, int synchronous)
+{
+	omx_return_t ret;
+	pthread_mutex_lock(&ep->lock);
+	struct omx_partner *p = omx__partner_from_addr(ep, &dest);
+	if (!p) {
+		pthread_mutex_unlock(&ep->lock);
+		return omx__error(ep, OMX_BAD_ENDPOINT, "Sending to an invalid address (disconnected, or of another endpoint)");
+	}
+	union omx_request *r = omx__req_alloc(ep, OMX_REQ_SEND_TINY);
+	if (!r) {
+		pthread_mutex_unlock(&ep->lock);
+		return omx__error(ep, OMX_NO_RESOURCES, "Allocating send request");
+	}
+	ret = omx__req_set_segs(r, segs, nseg);
+	r->s.partner = p;
+	r->s.status.addr = dest;
+	r->s.status.match_info = match;
+	r->s.status.msg_length = r->s.total_len;
+	r->s.status.xfer_length = r->s.total_len;
+	r->s.status.context = context;
+	if (ret == OMX_SUCCESS && p->is_self) {
+		r->s.type = OMX_REQ_SEND_SELF;
+	} else if (ret == OMX_SUCCESS) {
+		ret = classify_and_copy(ep, r, synchronous);
+	}
+	if (ret != OMX_SUCCESS) {
+		omx__req_free(r);
+		pthread_mutex_unlock(&ep->lock);
+		return omx__error(ep, ret, "Posting send");
+	}
+	if (!request)
+		r->s.state |= OMX_RS_COLLECTED;
+	else
+		*request = r;
+
+	if (r->s.type == OMX_REQ_SEND_SELF) {
+		self_send(ep, r);
+	} else if (p->next_send_seq == OMX_SEQ_UNCONNECTED) {
+		omx__req_complete(r, OMX_REMOTE_ENDPOINT_UNREACHABLE);
+	} else {
+		if (!omx_list_empty(&p->throttled) || try_send_now(r) < 0) {
+			r->s.state |= OMX_RS_NEED_SEQNUM;
+			omx_list_add_tail(&p->throttled, &r->s.queue_elt);
+		}
+		/* Eager payloads are ours now: complete early unless too many zombies. */
+		if (r->s.type != OMX_REQ_SEND_LARGE && ep->zombies < omx__cfg.zombie_max && (r->s.state & OMX_RS_NEED_ACK)) {
+			r->s.state |= OMX_RS_DONE_EARLY;
+			ep->zombies++;
+			omx__req_complete(r, OMX_SUCCESS);
+		}
+	}
+	omx__progress(ep);
+	pthread_mutex_unlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
+omx_return_t omx_isend(omx_endpoint_t ep, void *buffer, size_t length, omx_endpoint_addr_t dest, uint64_t match_info,
+		       void *context, omx_request_t *request)
+{
+	if (length > UINT32_MAX)
+		return omx__error(ep, OMX_SEGMENTS_BAD_COUNT, "Sending more than 4 GiB");
+	omx_seg_t seg = { buffer, (uint32_t)length };
+	return omx__post_send(ep, &seg, 1, dest, match_info, context, request, 0);
+}
+
+omx_return_t omx_issend(omx_endpoint_t ep, void *buffer, size_t length, omx_endpoint_addr_t dest, uint64_t match_info,
+			void *context, omx_request_t *request)
+{
+	if (length > UINT32_MAX)
+		return omx__error(ep, OMX_SEGMENTS_BAD_COUNT, "Sending more than 4 GiB");
+	omx_seg_t seg = { buffer, (uint32_t)length };
+	return omx__post_send(ep, &seg, 1, dest, match_info, context, request, 1);
+}
+
+omx_return_t omx_isendv(omx_endpoint_t ep, omx_seg_t *segs, uint32_t nseg, omx_endpoint_addr_t dest,
+			uint64_t match_info, void *context, omx_request_t *request)
+{
+	return omx__post_send(ep, segs, nseg, dest, match_info, context, request, 0);
+}
+
+omx_return_t omx_issendv(omx_endpoint_t ep, omx_seg_t *segs, uint32_t nseg, omx_endpoint_addr_t dest,
+			 uint64_t match_info, void *context, omx_request_t *request)
+{
+	return omx__post_send(ep, segs, nseg, dest, match_info, context, request, 1);
+}

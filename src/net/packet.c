@@ -1,0 +1,371 @@
+/*
+ * packet.c - AF_PACKET transport: one SOCK_RAW socket per endpoint, bound to EtherType 0x86DF on
+ * one interface, with a TPACKET_V2 RX ring (the ring is the endpoint's receive queue), a locked
+ * classic BPF filter that lets through only the frames for this endpoint (plus the board-wide
+ * HOST_QUERY/HOST_REPLY/RAW types), PACKET_IGNORE_OUTGOING and PACKET_QDISC_BYPASS.
+ *
+ * Ordering matters: the socket is created with protocol 0 (no packet hook registered, nothing
+ * can be queued), the filter and the ring are set up, and only then bind() registers the hook for
+ * 0x86DF on the interface. No unfiltered frame can get in; the receive queue is drained anyway.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+
+#include "net/net.h"
+
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+#ifndef SO_LOCK_FILTER
+#define SO_LOCK_FILTER 44
+#endif
+
+#define OMX_ETH_P 0x86DF
+#define OMX_ETH_HLEN 14
+/* Default ring size target (bytes); at least OMX_RING_MIN_FRAMES frames in any case. */
+#define OMX_RING_DEFAULT_BYTES (2u << 20)
+#define OMX_RING_MIN_FRAMES 64u
+#define OMX_RING_MAX_BYTES (256u << 20)
+
+/* Packet types the filter knows (wire.md 4). */
+#define PT_RAW 1
+#define PT_HOST_QUERY 3
+#define PT_HOST_REPLY 4
+#define PT_PULL_REPLY 42
+#define PT_NACK_LIB 44
+
+struct omx_net_packet {
+	struct omx_net base;
+	int sock;
+	uint8_t *ring;
+	size_t ring_len;
+	unsigned frame_size;
+	unsigned frames_per_block;
+	unsigned block_size;
+	unsigned frame_nr;
+	unsigned head;
+	uint64_t drops;     /* kernel drops (PACKET_STATISTICS tp_drops), accumulated */
+	uint64_t truncated; /* frames that did not fit their ring slot */
+	struct sockaddr_ll dst;
+};
+
+static struct omx_net_packet *to_pkt(struct omx_net *n)
+{
+	return (struct omx_net_packet *)n;
+}
+
+static unsigned align_up(unsigned v, unsigned a)
+{
+	return (v + a - 1) / a * a;
+}
+
+static void pkt_stats_update(struct omx_net_packet *p)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+	/* Reading the statistics resets them in the kernel (and clears TP_STATUS_LOSING). */
+	if (getsockopt(p->sock, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
+		p->drops += st.tp_drops;
+}
+
+uint64_t omx_net_packet_drops(struct omx_net *n)
+{
+	struct omx_net_packet *p = to_pkt(n);
+	pkt_stats_update(p);
+	return p->drops + p->truncated;
+}
+
+static inline struct tpacket2_hdr *pkt_slot(struct omx_net_packet *p, unsigned idx)
+{
+	unsigned blk = idx / p->frames_per_block, in = idx % p->frames_per_block;
+	return (struct tpacket2_hdr *)(p->ring + (size_t)blk * p->block_size + (size_t)in * p->frame_size);
+}
+
+static int pkt_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsigned max)
+{
+	struct omx_net_packet *p = to_pkt(n);
+	int count = 0, losing = 0;
+
+	while ((unsigned)count < max) {
+		struct tpacket2_hdr *h = pkt_slot(p, p->head);
+		uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+		if (!(status & TP_STATUS_USER))
+			break;
+		if (status & TP_STATUS_LOSING)
+			losing = 1;
+		if ((status & TP_STATUS_COPY) || h->tp_snaplen < h->tp_len ||
+		    (size_t)h->tp_mac + h->tp_snaplen > p->frame_size) {
+			/* Truncated in the ring (never expected: slots are sized for mtu + headers). */
+			p->truncated++;
+		} else {
+			fn(arg, (const uint8_t *)h + h->tp_mac, h->tp_snaplen);
+			count++;
+		}
+		/* Hand the slot back only after fn is done reading it. */
+		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+		p->head = p->head + 1 == p->frame_nr ? 0 : p->head + 1;
+	}
+	if (losing)
+		pkt_stats_update(p);
+	return count;
+}
+
+static int pkt_send(struct omx_net *n, const struct iovec *iov, unsigned iovcnt)
+{
+	struct omx_net_packet *p = to_pkt(n);
+	struct msghdr msg;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_name = &p->dst;
+	msg.msg_namelen = sizeof(p->dst);
+	msg.msg_iov = (struct iovec *)iov;
+	msg.msg_iovlen = iovcnt;
+	for (;;) {
+		ssize_t r = sendmsg(p->sock, &msg, MSG_DONTWAIT);
+		if (r >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	}
+}
+
+static void pkt_close(struct omx_net *n)
+{
+	struct omx_net_packet *p = to_pkt(n);
+	if (!p)
+		return;
+	if (p->ring && p->ring != MAP_FAILED)
+		munmap(p->ring, p->ring_len);
+	if (p->sock >= 0)
+		close(p->sock);
+	free(p);
+}
+
+static const struct omx_net_ops pkt_ops = {
+	.send = pkt_send,
+	.recv_burst = pkt_recv_burst,
+	.next_deadline = NULL,
+	.close = pkt_close,
+};
+
+/*
+ * The classic BPF program. Accept (whole frame) iff EtherType 0x86DF, the frame was not for
+ * another host (PACKET_OTHERHOST, e.g. a bridge flooding unknown unicast), and either
+ * all_endpoints, or ptype is RAW/HOST_QUERY/HOST_REPLY, or the endpoint byte matches:
+ * byte 25 for NACK_LIB, byte 31 ^ 0x80 for PULL_REPLY, byte 17 otherwise. Loads past the end of
+ * the frame make the kernel return 0 (drop), which covers short frames.
+ */
+static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all)
+{
+	unsigned i = 0;
+	/* Instruction indexes, fixed so that jump offsets can be computed by hand. */
+	enum {
+		L_PKTTYPE = 0, /* ld pkttype */
+		L_OTHER,       /* jeq OTHERHOST -> drop */
+		L_ETH,         /* ldh [12] */
+		L_ETHCHK,      /* jeq 0x86DF, next, drop */
+		L_PTYPE,       /* ldb [16] */
+		L_RAW,         /* jeq 1 -> accept */
+		L_HQ,          /* jeq 3 -> accept */
+		L_HR,          /* jeq 4 -> accept */
+		L_NL,          /* jeq 44 -> nacklib */
+		L_PR,          /* jeq 42 -> pullreply */
+		L_LD17,        /* ldb [17] */
+		L_CMP17,       /* jeq ep -> accept, drop */
+		L_LD25,        /* nacklib: ldb [25] */
+		L_CMP25,       /* jeq ep -> accept, drop */
+		L_LD31,        /* pullreply: ldb [31] */
+		L_CMP31,       /* jeq ep^0x80 -> accept, drop */
+		L_ACCEPT,      /* ret -1 */
+		L_DROP,        /* ret 0 */
+		L_COUNT
+	};
+#define J(from, to) ((uint8_t)((to) - (from) - 1))
+	if (all) {
+		f[i++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE);
+		f[i++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OTHERHOST, 3, 0);
+		f[i++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12);
+		f[i++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, OMX_ETH_P, 0, 1);
+		f[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFFu);
+		f[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+		return i;
+	}
+	f[L_PKTTYPE] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE);
+	f[L_OTHER] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OTHERHOST, J(L_OTHER, L_DROP), 0);
+	f[L_ETH] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12);
+	f[L_ETHCHK] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, OMX_ETH_P, 0, J(L_ETHCHK, L_DROP));
+	f[L_PTYPE] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 16);
+	f[L_RAW] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_RAW, J(L_RAW, L_ACCEPT), 0);
+	f[L_HQ] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_HOST_QUERY, J(L_HQ, L_ACCEPT), 0);
+	f[L_HR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_HOST_REPLY, J(L_HR, L_ACCEPT), 0);
+	f[L_NL] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_NACK_LIB, J(L_NL, L_LD25), 0);
+	f[L_PR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_PULL_REPLY, J(L_PR, L_LD31), 0);
+	f[L_LD17] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 17);
+	f[L_CMP17] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ep, J(L_CMP17, L_ACCEPT), J(L_CMP17, L_DROP));
+	f[L_LD25] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 25);
+	f[L_CMP25] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ep, J(L_CMP25, L_ACCEPT), J(L_CMP25, L_DROP));
+	f[L_LD31] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 31);
+	f[L_CMP31] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint8_t)(ep ^ 0x80), J(L_CMP31, L_ACCEPT),
+						  J(L_CMP31, L_DROP));
+	f[L_ACCEPT] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFFu);
+	f[L_DROP] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+#undef J
+	return L_COUNT;
+}
+
+/* Choose slot and block geometry: slots hold a whole frame of mtu + header (+ a VLAN tag). */
+static int ring_geometry(struct omx_net_packet *p, uint32_t mtu, unsigned want_frames)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned page = pg > 0 ? (unsigned)pg : 4096u;
+	/* Where the kernel puts the MAC header in a V2 slot (SOCK_RAW, no reserve). */
+	unsigned macoff = TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - OMX_ETH_HLEN;
+	if (mtu > 65536)
+		mtu = 65536;
+	unsigned fsz = TPACKET_ALIGN(macoff + mtu + OMX_ETH_HLEN + 4);
+
+	/* Frames per block: pick the count (1..16) that wastes the least of page-rounded blocks. */
+	unsigned best_fpb = 1, best_bs = align_up(fsz, page);
+	double best_waste = 1.0 - (double)fsz / best_bs;
+	for (unsigned k = 2; k <= 16; k++) {
+		unsigned bs = align_up(fsz * k, page);
+		unsigned fpb = bs / fsz;
+		double waste = 1.0 - (double)(fpb * fsz) / bs;
+		if (waste + 1e-9 < best_waste) {
+			best_waste = waste;
+			best_fpb = fpb;
+			best_bs = bs;
+		}
+	}
+
+	unsigned frames = want_frames;
+	if (frames == 0) {
+		frames = OMX_RING_DEFAULT_BYTES / fsz;
+		if (frames < OMX_RING_MIN_FRAMES)
+			frames = OMX_RING_MIN_FRAMES;
+	}
+	unsigned blocks = (frames + best_fpb - 1) / best_fpb;
+	if ((uint64_t)blocks * best_bs > OMX_RING_MAX_BYTES)
+		return -EINVAL;
+	p->frame_size = fsz;
+	p->frames_per_block = best_fpb;
+	p->block_size = best_bs;
+	p->frame_nr = blocks * best_fpb;
+	p->ring_len = (size_t)blocks * best_bs;
+	return 0;
+}
+
+struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const struct omx_net_opts *opts,
+				    int *err)
+{
+	struct omx_net_opts defopts = {.rx_ring_frames = 0, .qdisc_bypass = 1, .all_endpoints = 0};
+	struct omx_iface_info info;
+	struct omx_net_packet *p = NULL;
+	int ret, one = 1;
+
+	if (!opts)
+		opts = &defopts;
+	ret = omx_iface_query(ifname, &info);
+	if (ret < 0)
+		goto fail;
+
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	p->sock = -1;
+	p->ring = MAP_FAILED;
+
+	/* Protocol 0: no packet hook until bind(), so nothing unfiltered can be queued. */
+	p->sock = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (p->sock < 0) {
+		ret = -errno;
+		goto fail;
+	}
+
+	struct sock_filter insns[32];
+	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints),
+				  .filter = insns};
+	if (setsockopt(p->sock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
+	    setsockopt(p->sock, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+
+	int ver = TPACKET_V2;
+	if (setsockopt(p->sock, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	/* Best effort: old kernels lack it; then our own frames are still skipped (skb->sk check). */
+	(void)setsockopt(p->sock, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	if (opts->qdisc_bypass)
+		(void)setsockopt(p->sock, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+
+	ret = ring_geometry(p, info.mtu, opts->rx_ring_frames);
+	if (ret < 0)
+		goto fail;
+	struct tpacket_req req = {
+		.tp_block_size = p->block_size,
+		.tp_block_nr = (unsigned)(p->ring_len / p->block_size),
+		.tp_frame_size = p->frame_size,
+		.tp_frame_nr = p->frame_nr,
+	};
+	if (setsockopt(p->sock, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	p->ring = mmap(NULL, p->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, p->sock, 0);
+	if (p->ring == MAP_FAILED) {
+		ret = -errno;
+		goto fail;
+	}
+
+	struct sockaddr_ll sll;
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(OMX_ETH_P);
+	sll.sll_ifindex = info.ifindex;
+	if (bind(p->sock, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+
+	/* Belt and braces: nothing should be in the plain receive queue (the ring takes all). */
+	{
+		uint8_t junk[64];
+		while (recv(p->sock, junk, sizeof(junk), MSG_DONTWAIT | MSG_TRUNC) >= 0)
+			;
+	}
+	pkt_stats_update(p);
+	p->drops = 0;
+
+	p->dst = sll;
+	p->dst.sll_halen = 6;
+	p->base.ops = &pkt_ops;
+	p->base.fd = p->sock;
+	memcpy(p->base.mac, info.mac, 6);
+	p->base.mtu = info.mtu;
+	p->base.ifindex = info.ifindex;
+	if (err)
+		*err = 0;
+	return &p->base;
+
+fail:
+	if (p)
+		pkt_close(&p->base);
+	if (err)
+		*err = ret;
+	return NULL;
+}

@@ -45,6 +45,7 @@ struct omx_config {
 	uint32_t notacked_max;
 	int waitspin, waitintr, disable_self, connect_pollall;
 	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
+	uint32_t rx_ring_kb;       /* receive ring per endpoint */
 	uint64_t resend_delay_ns;  /* 0.5 s */
 	uint64_t ack_delay_ns;     /* ~15.6 ms */
 	uint64_t pull_resend_ns;   /* 1 s */

@@ -84,14 +84,6 @@ static int is_private_status(omx_return_t code)
 	return c >= MX__PRIVATE_STATUS_BASE && c < MX__PRIVATE_STATUS_BASE + 0x10000u;
 }
 
-int mx__status_known(omx_return_t code)
-{
-	for (size_t i = 0; i < STATUS_TABLE_LEN; i++)
-		if (status_table[i].native == code)
-			return 1;
-	return is_private_status(code);
-}
-
 mx_status_code_t mx__status_to_mx(omx_return_t code)
 {
 	for (size_t i = 0; i < STATUS_TABLE_LEN; i++)

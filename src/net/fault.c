@@ -12,8 +12,11 @@
  * is delayed twice, a reordered one is held with its duplicate). The outcome sequence depends
  * only on the seed and the number of frames sent.
  *
- * Held frames are released, once due, from send() (before the new frame) and from recv_burst();
- * next_deadline() tells the caller when the earliest one is due. close() discards them.
+ * Delayed frames are released, once due, from send() (before the new frame) and from recv_burst();
+ * a frame held for reordering right after the next frame actually sent, or from recv_burst() once
+ * its 1 ms deadline has passed (so a sequence of sends alone is reproducible for a seed: only
+ * delays depend on the clock). next_deadline() tells the caller when the earliest held frame is
+ * due. close() discards held frames.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -109,11 +112,9 @@ static void release_reorder(struct fault_net *f)
 	}
 }
 
-/* Send what is due at `now`. Lock held. */
-static void flush_due(struct fault_net *f, uint64_t now)
+/* Send the delayed frames due at `now`. Lock held. */
+static void flush_delayed(struct fault_net *f, uint64_t now)
 {
-	if (f->reorder && f->reorder->due <= now)
-		release_reorder(f);
 	while (f->delayed && f->delayed->due <= now) {
 		struct held_frame *h = f->delayed;
 		f->delayed = h->next;
@@ -137,7 +138,10 @@ static int fault_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 
 	pthread_mutex_lock(&f->lock);
 	uint64_t now = omx_now_ns();
-	flush_due(f, now);
+	/* Only delayed frames here: a frame held for reordering always goes out right after the
+	 * next frame sent (or from recv_burst at its deadline), so that a run of sends gives the
+	 * same order for the same seed whatever the timing. */
+	flush_delayed(f, now);
 
 	double u_drop = uniform01(&f->rng), u_dup = uniform01(&f->rng);
 	double u_delay = uniform01(&f->rng), u_reorder = uniform01(&f->rng);
@@ -198,8 +202,12 @@ static int fault_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsi
 	struct fault_net *f = to_fault(n);
 
 	pthread_mutex_lock(&f->lock);
-	if (f->reorder || f->delayed)
-		flush_due(f, omx_now_ns());
+	if (f->reorder || f->delayed) {
+		uint64_t now = omx_now_ns();
+		if (f->reorder && f->reorder->due <= now)
+			release_reorder(f);
+		flush_delayed(f, now);
+	}
 	pthread_mutex_unlock(&f->lock);
 	/* Outside the lock: fn may call our send. */
 	return f->inner->ops->recv_burst(f->inner, fn, arg, max);
@@ -300,7 +308,7 @@ static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* Splits "k=v,k=v" (spaces around items ignored). Empty string = no faults. */
+/* Splits "k=v,k=v" (blanks around items, keys and values ignored). Empty string = no faults. */
 int omx_fault_spec_parse(const char *str, struct omx_fault_spec *out)
 {
 	struct omx_fault_spec s = {0};
@@ -326,8 +334,12 @@ int omx_fault_spec_parse(const char *str, struct omx_fault_spec *out)
 			ret = -EINVAL;
 			break;
 		}
+		char *k = tok, *v = eq + 1;
 		*eq = '\0';
-		const char *k = tok, *v = eq + 1;
+		for (size_t kl = strlen(k); kl && (k[kl - 1] == ' ' || k[kl - 1] == '\t'); kl--)
+			k[kl - 1] = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
 		uint64_t u;
 		if (!strcasecmp(k, "drop"))
 			ret = parse_rate(v, &s.drop);

@@ -110,7 +110,7 @@ struct omx_wire_params {
  * Fill *p for a mode and a frame MTU. Extended mode follows wire.md's formula
  * (P = mtu-48; F = P if P <= 4096, else the largest power of two <= P, capped at 32768 -- for
  * mtu <= 9000 this equals the reference's 8192/4096 rule), R = mtu-32, B = 32.
- * Compat mode ignores mtu beyond requiring mtu >= 4144 and uses the fixed sizes.
+ * Compat mode ignores mtu beyond requiring mtu >= 4144 and uses the fixed sizes (p->mtu = 4144).
  * Returns 0, or -1 if the MTU is outside [OMX_WIRE_MTU_MIN, OMX_WIRE_MTU_MAX] or too small.
  */
 int omx_wire_params_init(struct omx_wire_params *p, enum omx_wire_mode mode, uint32_t mtu);
@@ -288,7 +288,8 @@ size_t omx_wire_encode(const struct omx_wire_params *wp, const struct omx_pkt *p
 size_t omx_wire_encode_header(const struct omx_wire_params *wp, const struct omx_pkt *pkt, uint8_t *buf,
 			      size_t cap);
 
-/* Header bytes (head + body header, no payload) a packet type takes in this mode; 0 if unknown. */
+/* Header bytes (head + body header, no payload) a packet type takes in this mode; 0 if unknown
+ * or invalid. RAW: 16 (its whole body is payload); HOST_REPLY: 32 (the name not included). */
 size_t omx_wire_header_len(const struct omx_wire_params *wp, uint8_t ptype);
 
 /*

@@ -278,6 +278,18 @@ static inline void omx_test_gen_raw(const struct omx_wire_params *wp, struct omx
 	}
 }
 
+static inline void omx_test_gen_notify(struct omx_test_rng *r, struct omx_pkt_notify *n)
+{
+	n->dst_endpoint = (uint8_t)omx_test_rand32(r);
+	n->src_endpoint = (uint8_t)omx_test_rand32(r);
+	n->session = omx_test_rand32(r);
+	n->total_length = omx_test_rand32(r);
+	n->rdma_id = (uint8_t)omx_test_rand32(r);
+	n->rdma_seqnum = (uint8_t)omx_test_rand32(r);
+	n->lib_seqnum = (uint16_t)omx_test_rand32(r);
+	n->lib_piggyack = (uint16_t)omx_test_rand32(r);
+}
+
 /*
  * A random packet of type ptype that is valid in mode wp, in the exact form omx_wire_decode
  * returns it. pl must hold 65536 bytes; it becomes the payload.
@@ -323,14 +335,7 @@ static inline void omx_test_gen_pkt(const struct omx_wire_params *wp, struct omx
 		omx_test_fill(r, pl, p->payload_len);
 		break;
 	case OMX_PT_NOTIFY:
-		p->u.notify.dst_endpoint = (uint8_t)omx_test_rand32(r);
-		p->u.notify.src_endpoint = (uint8_t)omx_test_rand32(r);
-		p->u.notify.session = omx_test_rand32(r);
-		p->u.notify.total_length = omx_test_rand32(r);
-		p->u.notify.rdma_id = (uint8_t)omx_test_rand32(r);
-		p->u.notify.rdma_seqnum = (uint8_t)omx_test_rand32(r);
-		p->u.notify.lib_seqnum = (uint16_t)omx_test_rand32(r);
-		p->u.notify.lib_piggyack = (uint16_t)omx_test_rand32(r);
+		omx_test_gen_notify(r, &p->u.notify);
 		break;
 	case OMX_PT_CONNECT:
 		omx_test_gen_connect(r, &p->u.connect);

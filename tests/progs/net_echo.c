@@ -19,6 +19,10 @@
  *       (-EMSGSIZE). -p: packet type (37 TINY default; 44 NACK_LIB and 42 PULL_REPLY carry the
  *       endpoint elsewhere; 3/4/1 reach every endpoint). -b: no qdisc bypass.
  *
+ *   net_echo info IFACE
+ *       Prints what omx_iface_query reports: "ifindex=.. mac=.. mtu=.. up=.. loopback=.. numa=..
+ *       driver=..".
+ *
  * Test frame layout: the wire header bytes the packet filter looks at (16 ptype, 17, 25, 31)
  * and from byte 32: "OMXE", client endpoint, server endpoint, seq (be32), length (be32), then a
  * pattern derived from seq.
@@ -429,10 +433,28 @@ out:
 	return rc;
 }
 
+static int run_info(int argc, char **argv)
+{
+	struct omx_iface_info info;
+	if (argc != 2) {
+		fprintf(stderr, "usage: net_echo info IFACE\n");
+		return 2;
+	}
+	int r = omx_iface_query(argv[1], &info);
+	if (r < 0) {
+		printf("error=%d (%s)\n", r, strerror(-r));
+		return 1;
+	}
+	printf("name=%s ifindex=%d mac=%02x:%02x:%02x:%02x:%02x:%02x mtu=%u up=%d loopback=%d numa=%d driver=%s\n",
+	       info.name, info.ifindex, info.mac[0], info.mac[1], info.mac[2], info.mac[3], info.mac[4], info.mac[5],
+	       info.mtu, info.up, info.loopback, info.numa_node, info.driver[0] ? info.driver : "-");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: net_echo server|client ...\n");
+		fprintf(stderr, "usage: net_echo server|client|info ...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -440,6 +462,8 @@ int main(int argc, char **argv)
 		return run_server(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "client"))
 		return run_client(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "info"))
+		return run_info(argc - 1, argv + 1);
 	fprintf(stderr, "unknown mode %s\n", argv[1]);
 	return 2;
 }

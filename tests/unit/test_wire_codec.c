@@ -572,7 +572,6 @@ static void test_encode_refusals(void)
 {
 	struct omx_pkt p;
 	struct omx_test_rng r;
-	uint8_t raw_body[1600];
 
 	omx_test_rng_seed(&r, 42);
 	omx_test_gen_pkt(&P_EXT, &r, OMX_PT_TINY, &p, pl);
@@ -600,7 +599,14 @@ static void test_encode_refusals(void)
 			CHECK_EQ(enc(&P_EXT, &p), 0);
 	}
 
-	/* MEDIUM limits */
+}
+
+static void test_encode_refusals_medium(void)
+{
+	struct omx_pkt p;
+	struct omx_test_rng r;
+
+	omx_test_rng_seed(&r, 43);
 	omx_test_gen_pkt(&P_EXT, &r, OMX_PT_MEDIUM, &p, pl);
 	p.u.msg.length = P_EXT.medium_max;
 	p.u.msg.frag_seqnum = 31;
@@ -634,7 +640,15 @@ static void test_encode_refusals(void)
 	CHECK_EQ(enc(&P_COMPAT, &p), 48 + 4096);
 	p.u.msg.length = 32769;
 	CHECK_EQ(enc(&P_COMPAT, &p), 0);
+}
 
+static void test_encode_refusals_other(void)
+{
+	struct omx_pkt p;
+	struct omx_test_rng r;
+	uint8_t raw_body[1600];
+
+	omx_test_rng_seed(&r, 44);
 	/* fields that do not fit the compat PULL layout */
 	pull_fields(&p);
 	CHECK_EQ(enc(&P_COMPAT, &p), 60);
@@ -789,6 +803,8 @@ int main(void)
 	test_params();
 	test_roundtrip();
 	test_encode_refusals();
+	test_encode_refusals_medium();
+	test_encode_refusals_other();
 	test_frame_endpoint();
 	test_misc();
 	return t_summary("test_wire_codec");

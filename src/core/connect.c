@@ -280,6 +280,7 @@ omx_return_t omx_iconnect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_
 			  void *context, omx_request_t *request)
 {
 	union omx_request *r;
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	omx_return_t ret = start_connect(ep, nic_id, endpoint_id, key, match_info, context, &r, 0);
 	if (ret == OMX_SUCCESS) {
@@ -308,6 +309,7 @@ omx_return_t omx_connect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_i
 			 omx_endpoint_addr_t *addr)
 {
 	union omx_request *r;
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	omx_return_t ret = start_connect(ep, nic_id, endpoint_id, key, 0, NULL, &r, 1);
 	if (ret != OMX_SUCCESS) {
@@ -339,6 +341,7 @@ omx_return_t omx_connect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_i
 
 omx_return_t omx_disconnect(omx_endpoint_t ep, omx_endpoint_addr_t addr)
 {
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	omx__progress(ep);
 	struct omx_partner *p = omx__partner_from_addr(ep, &addr);

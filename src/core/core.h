@@ -285,7 +285,10 @@ struct omx_region {
 	uint8_t seqnum;
 };
 
+#define OMX_EP_MAGIC 0x4f4d5845u
+#define OMX_EP_DEAD 0xdeadeeeeu
 struct omx_endpoint {
+	uint32_t magic;           /* OMX_EP_MAGIC while open; closed structs stay allocated, poisoned */
 	struct omx_list list_elt; /* omx__g.endpoints */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -339,6 +342,18 @@ struct omx_endpoint {
 };
 
 /* ---- internal functions ---- */
+
+static inline int omx__ep_live(const struct omx_endpoint *ep)
+{
+	return ep && __atomic_load_n(&ep->magic, __ATOMIC_ACQUIRE) == OMX_EP_MAGIC;
+}
+/* Every call taking an endpoint starts with this: NULL or closed handles get OMX_BAD_ENDPOINT. */
+#define OMX_CHECK_EP(ep)                                                                                       \
+	do {                                                                                                   \
+		if (!omx__ep_live(ep))                                                                         \
+			return omx__error_global(OMX_BAD_ENDPOINT, "%s: NULL or closed endpoint", __func__);   \
+	} while (0)
+
 
 /* errors: route through the endpoint handler (or the global one) */
 omx_return_t omx__error(struct omx_endpoint *ep, omx_return_t code, const char *fmt, ...)

@@ -222,6 +222,12 @@ static omx_return_t parse_params(struct omx_endpoint *ep, omx_endpoint_param_t *
 	return OMX_SUCCESS;
 }
 
+/* Closed endpoint structs are kept (poisoned) and reused by later opens, so a call on a closed
+ * handle reads OMX_EP_DEAD and fails cleanly instead of touching freed memory. */
+static struct omx_endpoint *graveyard[OMX_BOARD_MAX * 8];
+static unsigned graveyard_count;
+static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void endpoint_free(struct omx_endpoint *ep)
 {
 	struct omx_list *pos, *tmp;
@@ -256,14 +262,27 @@ static void endpoint_free(struct omx_endpoint *ep)
 	free(ep->pullbuf);
 	pthread_mutex_destroy(&ep->lock);
 	pthread_cond_destroy(&ep->cond);
+	pthread_mutex_lock(&graveyard_lock);
+	if (graveyard_count < sizeof(graveyard) / sizeof(graveyard[0])) {
+		memset(ep, 0, sizeof(*ep));
+		__atomic_store_n(&ep->magic, OMX_EP_DEAD, __ATOMIC_RELEASE);
+		graveyard[graveyard_count++] = ep;
+		ep = NULL;
+	}
+	pthread_mutex_unlock(&graveyard_lock);
 	free(ep);
 }
 
 static struct omx_endpoint *endpoint_alloc(void)
 {
-	struct omx_endpoint *ep = calloc(1, sizeof(*ep));
+	pthread_mutex_lock(&graveyard_lock);
+	struct omx_endpoint *ep = graveyard_count ? graveyard[--graveyard_count] : NULL;
+	pthread_mutex_unlock(&graveyard_lock);
+	if (!ep)
+		ep = malloc(sizeof(*ep));
 	if (!ep)
 		return NULL;
+	memset(ep, 0, sizeof(*ep));
 	pthread_mutexattr_t ma;
 	pthread_mutexattr_init(&ma);
 	pthread_mutex_init(&ep->lock, &ma);
@@ -431,6 +450,7 @@ omx_return_t omx_open_endpoint(uint32_t board_index, uint32_t endpoint_index, ui
 					 (int)endpoint_index);
 	}
 	omx_list_add_tail(&omx__g.endpoints, &ep->list_elt);
+	__atomic_store_n(&ep->magic, OMX_EP_MAGIC, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&omx__g.lock);
 	omx__verbose("opened endpoint %u on board %u (%s), session %08x, %s wire mode, frame MTU %u\n",
 		     ep->endpoint_index, ep->board_index, ep->board->iface.name, ep->session,
@@ -454,7 +474,7 @@ int omx__endpoint_check(struct omx_endpoint *ep)
 omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 {
 	pthread_mutex_lock(&omx__g.lock);
-	if (!ep || !omx__endpoint_check(ep)) {
+	if (!omx__ep_live(ep) || !omx__endpoint_check(ep)) {
 		pthread_mutex_unlock(&omx__g.lock);
 		return omx__error_global(OMX_BAD_ENDPOINT, "Closing endpoint");
 	}
@@ -463,6 +483,7 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 		return omx__error(ep, OMX_NOT_SUPPORTED_IN_HANDLER, "Closing endpoint from the unexpected handler");
 	}
 	omx_list_del(&ep->list_elt);
+	__atomic_store_n(&ep->magic, OMX_EP_DEAD, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&omx__g.lock);
 
 	pthread_mutex_lock(&ep->lock);
@@ -479,12 +500,14 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 
 omx_return_t omx_get_endpoint_addr(omx_endpoint_t ep, omx_endpoint_addr_t *addr)
 {
+	OMX_CHECK_EP(ep);
 	omx__partner_to_addr(ep->self, addr);
 	return OMX_SUCCESS;
 }
 
 omx_return_t omx_wakeup(omx_endpoint_t ep)
 {
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	ep->wakeup_gen++;
 	pthread_cond_broadcast(&ep->cond);
@@ -496,6 +519,7 @@ omx_return_t omx_wakeup(omx_endpoint_t ep)
 
 omx_return_t omx_progress(omx_endpoint_t ep)
 {
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	omx__progress(ep);
 	pthread_mutex_unlock(&ep->lock);
@@ -504,6 +528,7 @@ omx_return_t omx_progress(omx_endpoint_t ep)
 
 omx_return_t omx_disable_progression(omx_endpoint_t ep)
 {
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	while (ep->in_handler && !pthread_equal(ep->handler_thread, pthread_self()))
 		pthread_cond_wait(&ep->cond, &ep->lock);
@@ -514,6 +539,7 @@ omx_return_t omx_disable_progression(omx_endpoint_t ep)
 
 omx_return_t omx_reenable_progression(omx_endpoint_t ep)
 {
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	ep->progression_disabled = 0;
 	omx__progress(ep);
@@ -523,6 +549,7 @@ omx_return_t omx_reenable_progression(omx_endpoint_t ep)
 
 omx_return_t omx_register_unexp_handler(omx_endpoint_t ep, omx_unexp_handler_t handler, void *context)
 {
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	ep->unexp_handler = handler;
 	ep->unexp_handler_ctx = context;

@@ -150,7 +150,7 @@ static omx_return_t vraise(omx_error_handler_t h, omx_return_t code, const char 
 
 omx_return_t omx__error(struct omx_endpoint *ep, omx_return_t code, const char *fmt, ...)
 {
-	omx_error_handler_t h = (ep && ep->handler) ? ep->handler : global_handler();
+	omx_error_handler_t h = (omx__ep_live(ep) && ep->handler) ? ep->handler : global_handler();
 	va_list ap;
 	va_start(ap, fmt);
 	omx_return_t r = vraise(h, code, fmt, ap);

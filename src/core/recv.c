@@ -478,6 +478,7 @@ static void take_unexpected(struct omx_endpoint *ep, union omx_request *u)
 omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
 			    uint64_t mask, void *context, omx_request_t *request)
 {
+	OMX_CHECK_EP(ep);
 	if (match & ~mask)
 		return omx__error(ep, OMX_BAD_MATCH_MASK, "Posting receive with match 0x%llx mask 0x%llx",
 				  (unsigned long long)match, (unsigned long long)mask);

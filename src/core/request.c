@@ -162,8 +162,7 @@ static void collect(union omx_request *r, omx_status_t *status)
 
 #define ENTER(ep)                                                                                              \
 	do {                                                                                                   \
-		if (!(ep))                                                                                     \
-			return OMX_BAD_ENDPOINT;                                                               \
+		OMX_CHECK_EP(ep);                                                                              \
 		pthread_mutex_lock(&(ep)->lock);                                                               \
 		omx__progress(ep);                                                                             \
 	} while (0)
@@ -231,8 +230,7 @@ static omx_return_t any_common(omx_endpoint_t ep, uint64_t match_info, uint64_t 
 			       uint32_t *result, uint32_t timeout, int blocking)
 {
 	*result = 0;
-	if (!ep)
-		return OMX_BAD_ENDPOINT;
+	OMX_CHECK_EP(ep);
 	if (match_info & ~match_mask)
 		return omx__error(ep, OMX_BAD_MATCH_MASK, "%s with match 0x%llx mask 0x%llx",
 				  blocking ? "Waiting any" : "Testing any", (unsigned long long)match_info,
@@ -308,8 +306,7 @@ static omx_return_t probe_common(omx_endpoint_t ep, uint64_t match_info, uint64_
 				 uint32_t *result, uint32_t timeout, int blocking)
 {
 	*result = 0;
-	if (!ep)
-		return OMX_BAD_ENDPOINT;
+	OMX_CHECK_EP(ep);
 	if (match_info & ~match_mask)
 		return omx__error(ep, OMX_BAD_MATCH_MASK, "Probing with match 0x%llx mask 0x%llx",
 				  (unsigned long long)match_info, (unsigned long long)match_mask);
@@ -376,8 +373,7 @@ omx_return_t omx_forget(omx_endpoint_t ep, omx_request_t *request)
 {
 	if (!request || !*request)
 		return OMX_SUCCESS;
-	if (!ep)
-		return OMX_BAD_ENDPOINT;
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	union omx_request *r = *request;
 	omx_list_del(&r->s.done_elt);
@@ -451,7 +447,7 @@ omx_return_t omx_set_request_timeout(omx_endpoint_t ep, omx_request_t request, u
 	budget = ms == 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)(((uint64_t)ms + delay_ms - 1) / delay_ms);
 	if (request) {
 		request->s.resends_max = budget;
-	} else if (ep) {
+	} else if (omx__ep_live(ep)) {
 		ep->resends_max = budget;
 		ep->pull_timeout_ns = ms == 0xFFFFFFFFu ? UINT64_MAX : omx__ms_to_ns(ms);
 	}

@@ -355,6 +355,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 			    uint64_t match, void *context, omx_request_t *request, int synchronous)
 {
 	omx_return_t ret;
+	OMX_CHECK_EP(ep);
 	pthread_mutex_lock(&ep->lock);
 	struct omx_partner *p = omx__partner_from_addr(ep, &dest);
 	if (!p) {

@@ -39,8 +39,9 @@ static omx_endpoint_param_t *convert_params(const mx_param_t *params, uint32_t c
 			return NULL;
 	}
 	memcpy(out, params, (size_t)count * sizeof(*out));
+	/* A NULL handler keeps its native meaning: fall back to the global handler. */
 	for (uint32_t i = 0; i < count; i++)
-		if (params[i].key == MX_PARAM_ERROR_HANDLER)
+		if (params[i].key == MX_PARAM_ERROR_HANDLER && params[i].val.error_handler)
 			out[i].val.error_handler = mx__native_handler_for(params[i].val.error_handler);
 	return out;
 }

@@ -7,6 +7,9 @@
  * Ordering matters: the socket is created with protocol 0 (no packet hook registered, nothing
  * can be queued), the filter and the ring are set up, and only then bind() registers the hook for
  * 0x86DF on the interface. No unfiltered frame can get in; the receive queue is drained anyway.
+ *
+ * Not thread-safe per handle (the ring head is plain state): the core calls it under the
+ * endpoint lock. send() may be called from the receive callback.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -223,7 +226,8 @@ static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all)
 	return L_COUNT;
 }
 
-/* Choose slot and block geometry: slots hold a whole frame of mtu + header (+ a VLAN tag). */
+/* Choose slot and block geometry: slots hold a whole frame of mtu + header (+ a VLAN tag);
+ * at least 64 slots, about 2 MiB by default, at most 256 MiB. */
 static int ring_geometry(struct omx_net_packet *p, uint32_t mtu, unsigned want_frames)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -234,11 +238,15 @@ static int ring_geometry(struct omx_net_packet *p, uint32_t mtu, unsigned want_f
 		mtu = 65536;
 	unsigned fsz = TPACKET_ALIGN(macoff + mtu + OMX_ETH_HLEN + 4);
 
-	/* Frames per block: pick the count (1..16) that wastes the least of page-rounded blocks. */
+	/* Frames per block: pick the count (1..16) that wastes the least of page-rounded blocks,
+	 * keeping blocks small (<= 256 KiB unless one frame needs more): high-order allocations. */
 	unsigned best_fpb = 1, best_bs = align_up(fsz, page);
+	unsigned bs_max = best_bs > (256u << 10) ? best_bs : (256u << 10);
 	double best_waste = 1.0 - (double)fsz / best_bs;
 	for (unsigned k = 2; k <= 16; k++) {
 		unsigned bs = align_up(fsz * k, page);
+		if (bs > bs_max)
+			break;
 		unsigned fpb = bs / fsz;
 		double waste = 1.0 - (double)(fpb * fsz) / bs;
 		if (waste + 1e-9 < best_waste) {
@@ -248,15 +256,12 @@ static int ring_geometry(struct omx_net_packet *p, uint32_t mtu, unsigned want_f
 		}
 	}
 
-	unsigned frames = want_frames;
-	if (frames == 0) {
-		frames = OMX_RING_DEFAULT_BYTES / fsz;
-		if (frames < OMX_RING_MIN_FRAMES)
-			frames = OMX_RING_MIN_FRAMES;
-	}
+	unsigned frames = want_frames ? want_frames : OMX_RING_DEFAULT_BYTES / fsz;
+	if (frames < OMX_RING_MIN_FRAMES)
+		frames = OMX_RING_MIN_FRAMES;
 	unsigned blocks = (frames + best_fpb - 1) / best_fpb;
 	if ((uint64_t)blocks * best_bs > OMX_RING_MAX_BYTES)
-		return -EINVAL;
+		blocks = OMX_RING_MAX_BYTES / best_bs; /* clamp (a frame is at most 64 KiB: >= 64 slots) */
 	p->frame_size = fsz;
 	p->frames_per_block = best_fpb;
 	p->block_size = best_bs;

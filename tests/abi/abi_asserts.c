@@ -15,6 +15,7 @@
 #include "mx_internals/mx__fops.h"
 #include "mx_internals/mx__driver_interface.h"
 #include "open-mx.h"
+#include "core/omx_raw.h" /* private raw interface: values shared with mx_raw.h */
 
 #if !defined(__x86_64__) || !defined(__LP64__)
 #error "these pins are for x86-64 (LP64)"
@@ -253,6 +254,12 @@ SA(sizeof(((mx_segment_t *)0)->segment_length) == sizeof(((omx_seg_t *)0)->len))
 #define SAME_STATUS_FIELD(mxf, omxf) \
 	SA(offsetof(mx_status_t, mxf) == offsetof(omx_status_t, omxf)); \
 	SA(sizeof(((mx_status_t *)0)->mxf) == sizeof(((omx_status_t *)0)->omxf))
+SA(MX_RAW_NO_EVENT == OMX_RAW_NO_EVENT);
+SA(MX_RAW_SEND_COMPLETE == OMX_RAW_SEND_COMPLETE);
+SA(MX_RAW_RECV_COMPLETE == OMX_RAW_RECV_COMPLETE);
+SA(sizeof(mx_raw_status_t) == sizeof(omx_raw_status_t));
+SA(_Generic((omx_raw_endpoint_t)0, mx_raw_endpoint_t: 1, default: 0));
+
 SA(sizeof(mx_status_t) == sizeof(omx_status_t));
 SAME_STATUS_FIELD(code, code);
 SAME_STATUS_FIELD(source, addr);

@@ -1,0 +1,39 @@
+# omx.sh - helpers shared by integration tests (source after netns.sh).
+#   omx_env I          environment (as "env" arguments) configuring host I for the library
+#   omx_run_pair NAME CMD0 -- CMD1   run CMD0 in host 0 and CMD1 in host 1 concurrently (with
+#                      omx_env), logs in $TMP/NAME.{0,1}.log; returns non-zero if either fails
+#   ok / ko / check / finish        counting assertions; finish prints "N passed, M failed"
+OMX_BUILD=${OMX_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/build}
+PASS=0
+FAILS=0
+TMP=$(mktemp -d /tmp/omx-it.XXXXXX)
+omx_at_exit "rm -rf $TMP"
+ok() { PASS=$((PASS + 1)); echo "ok   - $*"; }
+ko() { FAILS=$((FAILS + 1)); echo "FAIL - $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else ko "$what"; fi; }
+finish() { echo "$PASS passed, $FAILS failed"; [ "$FAILS" = 0 ]; exit $?; }
+# Slower under sanitizers: scale message counts down there.
+omx_scale() { case "${OMX_SANITIZE:-}" in address) echo $(($1 / 4));; thread) echo $(($1 / 10));; *) echo "$1";; esac; }
+omx_env() {
+	local i=$1
+	echo "OMX_IFACES=${OMX_IF[$i]} OMX_PEERS=$TMP/peers OMX_HOSTNAME=${OMX_HOSTNAME[$i]} OMX_LOCK_DIR=$TMP/lock$i"
+}
+omx_run_pair() {
+	local name=$1 rc0 rc1 p0
+	shift
+	local -a c0=() c1=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do c0+=("$1"); shift; done
+	shift
+	c1=("$@")
+	mkdir -p "$TMP/lock0" "$TMP/lock1"
+	omx_netns_peers_file "$TMP/peers"
+	omx_host_exec 0 env $(omx_env 0) "${c0[@]}" >"$TMP/$name.0.log" 2>&1 &
+	p0=$!
+	omx_host_exec 1 env $(omx_env 1) "${c1[@]}" >"$TMP/$name.1.log" 2>&1
+	rc1=$?
+	wait $p0
+	rc0=$?
+	sed "s/^/  [$name h0] /" "$TMP/$name.0.log" | tail -n 5
+	sed "s/^/  [$name h1] /" "$TMP/$name.1.log" | tail -n 5
+	[ $rc0 = 0 ] && [ $rc1 = 0 ]
+}

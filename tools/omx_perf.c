@@ -449,9 +449,7 @@ static int run_client(omx_endpoint_t ep, uint64_t dest_nic, FILE *csv)
 	omx_status_t st;
 	omx_return_t r;
 	uint64_t largest;
-	const char *bad = params_check(p, &largest);
-	if (bad)
-		die("%s", bad);
+	params_check(p, &largest); /* validated in main */
 
 	r = omx_connect(ep, dest_nic, opt.remote_endpoint, PERF_KEY, CONNECT_TIMEOUT_MS, &server);
 	if (r != OMX_SUCCESS) {
@@ -609,6 +607,12 @@ int main(int argc, char *argv[])
 		die("option -s is a server option (not with -d)");
 	if (opt.dest && opt.p.iter == 0)
 		die("-N must be at least 1");
+	if (opt.dest) {
+		uint64_t largest;
+		const char *bad = params_check(&opt.p, &largest);
+		if (bad)
+			die("%s", bad);
+	}
 
 	if (opt.csv) {
 		if (!strcmp(opt.csv, "-")) {
@@ -637,8 +641,12 @@ int main(int argc, char *argv[])
 	uint32_t ep_index = opt.dest && !opt.endpoint_set ? OMX_ANY_ENDPOINT : opt.endpoint;
 	r = omx_open_endpoint(opt.board, ep_index, PERF_KEY, NULL, 0, &ep);
 	if (r != OMX_SUCCESS) {
+		uint64_t nic;
+		if (r == OMX_BOARD_NOT_FOUND && omx_board_number_to_nic_id(opt.board, &nic) != OMX_SUCCESS)
+			die("cannot open an endpoint on board %" PRIu32 ": %s (no such interface attached, see OMX_IFACES)",
+			    opt.board, omx_strerror(r));
 		if (r == OMX_BOARD_NOT_FOUND)
-			die("cannot open an endpoint on board %" PRIu32 ": %s (is an interface attached? see OMX_IFACES)",
+			die("cannot open an endpoint on board %" PRIu32 ": %s (interface MTU too small for the wire mode?)",
 			    opt.board, omx_strerror(r));
 		if (ep_index == OMX_ANY_ENDPOINT)
 			die("cannot open any endpoint on board %" PRIu32 ": %s", opt.board, omx_strerror(r));

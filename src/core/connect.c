@@ -346,6 +346,12 @@ omx_return_t omx_disconnect(omx_endpoint_t ep, omx_endpoint_addr_t addr)
 	omx__progress(ep);
 	struct omx_partner *p = omx__partner_from_addr(ep, &addr);
 	if (p && !p->is_self) {
+		/* What we received from it is acknowledged first, as at close: the peer must not
+		 * retransmit (or wait on) messages we already have. */
+		if (p->ack_state) {
+			p->ack_state = 2;
+			omx__send_acks(ep, UINT64_MAX);
+		}
 		/* Records are kept (not freed as in the reference): stale copies of the address are
 		 * recognised by their generation instead of touching freed memory. */
 		p->gen++;

@@ -10,7 +10,8 @@
 #
 # Arguments are passed to the client after the defaults "-S 0 -E 4194305 -N 200", so they
 # override them (e.g. "-E 65536 -N 1000", "-U", "-Y", "-c -" for CSV on stdout).
-# Nothing is built: the binaries come from an existing build directory.
+# Nothing is built: the binaries come from an existing build directory. Standard output is
+# exactly the client's; the script's own messages go to standard error.
 #
 # Environment:
 #   OMX_BUILD              build directory [./build]; omx_perf is $OMX_BUILD/tools/omx_perf
@@ -68,7 +69,7 @@ TO=()
 envs=(env OMX_PEERS="$PEERS")
 [ -n "${OMX_WIRE_MODE:-}" ] && envs+=(OMX_WIRE_MODE="$OMX_WIRE_MODE")
 
-echo "omx-pingpong: ${OMX_HOSTNAME[1]} (${OMX_IF[1]} ${OMX_MAC[1]}) <-> ${OMX_HOSTNAME[0]} (${OMX_IF[0]} ${OMX_MAC[0]}), MTU $MTU"
+echo "omx-pingpong: ${OMX_HOSTNAME[1]} (${OMX_IF[1]} ${OMX_MAC[1]}) <-> ${OMX_HOSTNAME[0]} (${OMX_IF[0]} ${OMX_MAC[0]}), MTU $MTU" >&2
 
 omx_host_exec 1 "${envs[@]}" OMX_IFACES="${OMX_IF[1]}" "${TO[@]}" "$PERF" >"$TMP/server.log" 2>&1 &
 SERVER=$!
@@ -83,8 +84,12 @@ if ! grep -q '^Starting receiver' "$TMP/server.log" 2>/dev/null; then
 	exit 1
 fi
 
+# In the background so that Ctrl-C / SIGTERM interrupt the wait at once (the EXIT trap then
+# kills everything still running in the namespaces and removes them).
 omx_host_exec 0 "${envs[@]}" OMX_IFACES="${OMX_IF[0]}" "${TO[@]}" "$PERF" -d "${OMX_HOSTNAME[1]}:0" \
-	-S 0 -E 4194305 -N 200 "$@"
+	-S 0 -E 4194305 -N 200 "$@" &
+CLIENT=$!
+wait "$CLIENT"
 rc=$?
 if [ "$rc" = 124 ] && [ "$TIMEOUT" != 0 ]; then
 	echo "omx-pingpong: the client did not finish within $TIMEOUT s" >&2

@@ -66,12 +66,12 @@ void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now)
 }
 
 /* A connect/reply from a new instance of a known peer: forget the old one first. */
-static void check_new_instance(struct omx_partner *p, uint32_t session)
+static void check_new_instance(struct omx_partner *p, uint32_t session, int recv_mode)
 {
 	if (p->back_session != OMX_SESSION_UNKNOWN && p->back_session != session) {
 		omx__verbose("partner %012llx endpoint %u restarted (session %08x -> %08x)\n",
 			     (unsigned long long)p->nic_id, p->endpoint_index, p->back_session, session);
-		omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, 0);
+		omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, recv_mode);
 	}
 }
 
@@ -87,13 +87,16 @@ static void handle_request(struct omx_endpoint *ep, struct omx_partner *p, const
 	omx__count(ep->board, OMX_C_RECV_CONNECT_REQUEST);
 	if (wire_mismatch(ep, c)) {
 		status = OMX_CONNECT_STATUS_WIRE_MISMATCH;
-		omx__warn("refusing connection from %012llx endpoint %u: wire mode mismatch (local %s MTU %u, remote %s MTU %u)\n",
+		/* Said once per endpoint and then every 1000th time: a misconfigured or hostile peer
+		 * retransmitting must not flood the log. */
+		if (ep->mismatch_warnings++ % 1000 == 0)
+			omx__warn("refusing connection from %012llx endpoint %u: wire mode mismatch (local %s MTU %u, remote %s MTU %u)\n",
 			  (unsigned long long)p->nic_id, c->src_endpoint, mode_name(ep->wp.mode), ep->wp.mtu,
 			  mode_name(c->ext_mode), c->ext_mtu);
 	} else {
 		if (p->back_session != c->src_session_id) {
 			if (p->back_session != OMX_SESSION_UNKNOWN)
-				check_new_instance(p, c->src_session_id);
+				check_new_instance(p, c->src_session_id, OMX_RESET_SAME_SESNUM);
 			p->next_match_seq = omx_seq_first(omx_seq_sesnum(p->next_match_seq));
 			p->next_complete_seq = p->last_acked_recv_seq = p->next_match_seq;
 		}
@@ -144,7 +147,7 @@ static void handle_reply(struct omx_endpoint *ep, struct omx_partner *p, const s
 			  c->ext_present ? mode_name(c->ext_mode) : "?", c->ext_mtu);
 		code = OMX_BAD_LIB_ABI;
 	} else {
-		check_new_instance(p, c->target_session_id);
+		check_new_instance(p, c->target_session_id, OMX_RESET_KEEP_RECV_SEQ);
 		if (p->true_session != c->target_session_id) {
 			p->next_send_seq = p->next_acked_seq = c->target_recv_seqnum_start;
 			omx__release_throttled(p);
@@ -356,7 +359,7 @@ omx_return_t omx_disconnect(omx_endpoint_t ep, omx_endpoint_addr_t addr)
 		 * recognised by their generation instead of touching freed memory. */
 		p->gen++;
 		p->user_context = NULL;
-		omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, 1);
+		omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, OMX_RESET_NEW_SESNUM);
 	}
 	pthread_mutex_unlock(&ep->lock);
 	return OMX_SUCCESS;

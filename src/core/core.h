@@ -315,6 +315,7 @@ struct omx_endpoint {
 	struct omx_list ack_list;     /* partners owing an ack */
 	struct omx_list all_reqs;
 	uint64_t next_host_query_check;
+	uint32_t mismatch_warnings;
 	uint32_t zombies;
 	uint32_t resends_max;
 	uint64_t pull_timeout_ns;
@@ -374,7 +375,14 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 struct omx_partner *omx__partner_get(struct omx_endpoint *ep, uint32_t peer_index, uint8_t endpoint_index);
 struct omx_partner *omx__partner_from_addr(struct omx_endpoint *ep, const omx_endpoint_addr_t *addr);
 void omx__partner_to_addr(const struct omx_partner *p, omx_endpoint_addr_t *addr);
-void omx__partner_reset(struct omx_partner *p, omx_return_t status, int new_sesnum);
+/* How the receive direction restarts after a reset:
+ *  SAME_SESNUM  - back to sesnum|1 (a new instance of the peer connected to us)
+ *  NEW_SESNUM   - next sesnum, so stragglers of the old connection are dropped (unreachable,
+ *                 disconnect)
+ *  KEEP_RECV_SEQ - unchanged: we learnt of the peer's restart from its connect reply, and our
+ *                 request already told it where our receive sequence stands */
+enum { OMX_RESET_SAME_SESNUM = 0, OMX_RESET_NEW_SESNUM = 1, OMX_RESET_KEEP_RECV_SEQ = 2 };
+void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mode);
 uint16_t omx__partner_reverse_index(const struct omx_partner *p);
 
 /* request.c */
@@ -426,6 +434,10 @@ void omx__pull_timers(struct omx_endpoint *ep, uint64_t now);
 void omx__pulls_abort_partner(struct omx_endpoint *ep, struct omx_partner *p, omx_return_t status);
 void omx__region_release(struct omx_endpoint *ep, union omx_request *r);
 uint64_t omx__pull_next_deadline(struct omx_endpoint *ep);
+
+/* responder.c: NACKs for closed endpoints of a board */
+void omx__responder_progress(struct omx_endpoint *ep, uint64_t now);
+void omx__responder_release(uint32_t board_index);
 
 /* board.c: host query/reply and periodic queries */
 void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt);

@@ -103,6 +103,7 @@ void omx__progress(struct omx_endpoint *ep)
 		ep->next_host_query_check = now + 100000000ull;
 		omx__host_queries_due(ep, now);
 	}
+	omx__responder_progress(ep, now);
 	if (ep->completions != c0)
 		omx__notify_waiters(ep);
 }
@@ -484,7 +485,14 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	}
 	omx_list_del(&ep->list_elt);
 	__atomic_store_n(&ep->magic, OMX_EP_DEAD, __ATOMIC_RELEASE);
+	int last_on_board = 1;
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &omx__g.endpoints)
+		if (omx_container_of(pos, struct omx_endpoint, list_elt)->board_index == ep->board_index)
+			last_on_board = 0;
 	pthread_mutex_unlock(&omx__g.lock);
+	if (last_on_board)
+		omx__responder_release(ep->board_index);
 
 	pthread_mutex_lock(&ep->lock);
 	/* Flush every owed ack so peers do not retransmit what we already have. */

@@ -84,7 +84,7 @@ uint16_t omx__partner_reverse_index(const struct omx_partner *p)
 /* Fail every request tied to the partner with `status` and reset its sequence state. With
  * new_sesnum the receive direction moves to the next session number so stragglers of the old
  * logical connection are dropped (wire.md 7.4, 8.3). */
-void omx__partner_reset(struct omx_partner *p, omx_return_t status, int new_sesnum)
+void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mode)
 {
 	struct omx_endpoint *ep = p->ep;
 	struct omx_list *pos, *tmp;
@@ -155,11 +155,12 @@ void omx__partner_reset(struct omx_partner *p, omx_return_t status, int new_sesn
 	p->ack_state = 0;
 
 	uint16_t ses = omx_seq_sesnum(p->next_match_seq);
-	if (new_sesnum)
+	if (recv_mode == OMX_RESET_NEW_SESNUM)
 		ses = (uint16_t)((ses + OMX_SESNUM_ONE) & OMX_SESNUM_MASK);
 	p->next_send_seq = OMX_SEQ_UNCONNECTED;
 	p->next_acked_seq = OMX_SEQ_UNCONNECTED;
-	p->next_match_seq = omx_seq_first(ses);
+	if (recv_mode != OMX_RESET_KEEP_RECV_SEQ)
+		p->next_match_seq = omx_seq_first(ses);
 	p->next_complete_seq = p->next_match_seq;
 	p->last_acked_recv_seq = p->next_match_seq;
 	p->true_session = OMX_SESSION_UNKNOWN;

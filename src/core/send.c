@@ -198,7 +198,7 @@ void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
 			omx__verbose("partner %012llx endpoint %u unreachable after %u resends, resetting it\n",
 				     (unsigned long long)p->nic_id, p->endpoint_index, r->s.resends);
 			p->gen++;
-			omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, 1);
+			omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, OMX_RESET_NEW_SESNUM);
 			continue;
 		}
 		r->s.resends++;

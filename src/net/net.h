@@ -55,7 +55,8 @@ struct omx_net {
 struct omx_net_opts {
 	unsigned rx_ring_frames; /* TPACKET_V2 ring slots; 0 = default */
 	int qdisc_bypass;        /* PACKET_QDISC_BYPASS; default on */
-	int all_endpoints;       /* receive every 0x86DF frame of the board (tools, responders) */
+	int all_endpoints;       /* receive every 0x86DF frame of the board (tools, raw endpoints) */
+	int nack_responder;      /* receive NACKable frames for endpoints not open (filter not locked) */
 };
 
 /*
@@ -70,6 +71,9 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 /* Frames lost by the kernel on this packet transport (ring full: PACKET_STATISTICS tp_drops) or
  * truncated in the ring, since open. Only for handles returned by omx_net_packet_open. */
 uint64_t omx_net_packet_drops(struct omx_net *n);
+
+/* NACK responder socket: frames for endpoints in open[] are no longer delivered to it. */
+int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, unsigned count);
 
 /*
  * In-memory hub for tests: transports attached to one hub see each other's frames, routed by

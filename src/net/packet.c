@@ -168,6 +168,45 @@ static const struct omx_net_ops pkt_ops = {
  * byte 25 for NACK_LIB, byte 31 ^ 0x80 for PULL_REPLY, byte 17 otherwise. Loads past the end of
  * the frame make the kernel return 0 (drop), which covers short frames.
  */
+/*
+ * The NACK responder's filter: frames of the NACKable types (CONNECT..PULL except PULL_REPLY, and
+ * NOTIFY; byte 17 = destination endpoint) whose endpoint is NOT in open[0..count). Rebuilt when
+ * the set of open endpoints of the board changes, so live endpoints' traffic never reaches it.
+ * Needs 11 + count instructions.
+ */
+static unsigned build_nack_filter(struct sock_filter *f, const uint8_t *open, unsigned count)
+{
+	unsigned i = 0, drop = 10 + count;
+#define JD(from) ((uint8_t)(drop - (from) - 1))
+	f[i] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE), i++;
+	f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OTHERHOST, JD(i), 0), i++;
+	f[i] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12), i++;
+	f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, OMX_ETH_P, 0, JD(i)), i++;
+	f[i] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 16), i++;
+	f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 36, 0, JD(i)), i++;
+	f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 43, JD(i), 0), i++;
+	f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_PULL_REPLY, JD(i), 0), i++;
+	f[i] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 17), i++;
+	for (unsigned k = 0; k < count; k++, i++)
+		f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, open[k], JD(i), 0);
+	f[i] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFFu), i++;
+	f[i] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0), i++;
+#undef JD
+	return i;
+}
+
+int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, unsigned count)
+{
+	struct omx_net_packet *p = to_pkt(n);
+	struct sock_filter insns[11 + 256];
+	if (count > 256)
+		return -EINVAL;
+	struct sock_fprog prog = {.len = (unsigned short)build_nack_filter(insns, open, count), .filter = insns};
+	if (setsockopt(p->sock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
+		return -errno;
+	return 0;
+}
+
 static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all)
 {
 	unsigned i = 0;
@@ -302,8 +341,10 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	struct sock_filter insns[32];
 	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints),
 				  .filter = insns};
+	if (opts->nack_responder) /* no endpoint open yet: every NACKable frame; replaced later */
+		prog.len = (unsigned short)build_nack_filter(insns, NULL, 0);
 	if (setsockopt(p->sock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
-	    setsockopt(p->sock, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0) {
+	    (!opts->nack_responder && setsockopt(p->sock, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0)) {
 		ret = -errno;
 		goto fail;
 	}

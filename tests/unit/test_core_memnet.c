@@ -107,11 +107,17 @@ static int one_message(size_t len, int issend, int posted_first)
 			pump();
 		ok &= omx_irecv(B, r, len, match, ~0ull, (void *)0x55, &rr) == OMX_SUCCESS;
 	}
-	ok &= wait_req(B, &rr, &st, 20000);
+	int got = wait_req(B, &rr, &st, 20000);
+	if (!got)
+		fprintf(stderr, "  receive of %zu bytes did not complete\n", len);
+	ok &= got;
 	ok &= st.code == OMX_SUCCESS && st.msg_length == len && st.xfer_length == len && st.match_info == match &&
 	      st.context == (void *)0x55;
 	ok &= memcmp(s, r, len) == 0;
-	ok &= wait_req(A, &sr, &st, 20000);
+	got = wait_req(A, &sr, &st, 20000);
+	if (!got || st.code)
+		fprintf(stderr, "  send of %zu bytes: done %d code %d\n", len, got, got ? (int)st.code : -1);
+	ok &= got;
 	ok &= st.code == OMX_SUCCESS && st.context == (void *)0x66;
 	free(s);
 	free(r);
@@ -270,6 +276,47 @@ static void test_unexp_handler_and_self(void)
 	CHECK(omx_connect(A, nic_a, 0, 0x1234, 100, &self2) == OMX_SUCCESS);
 }
 
+/* B is closed and reopened (same slot, new session): A's old address gets BAD_SESSION NACKs,
+ * a new connect works, and closed handles are refused. */
+static void test_restart_session(void)
+{
+	omx_request_t sr, cr;
+	omx_status_t st;
+	omx_endpoint_t old = B;
+	uint32_t old_sess, new_sess, eid;
+	uint64_t nic;
+	omx_decompose_endpoint_addr_with_session(a2b, &nic, &eid, &old_sess);
+	CHECK(omx_close_endpoint(B) == OMX_SUCCESS);
+	CHECK(omx_open_endpoint(1, 1, 0x1234, NULL, 0, &B) == OMX_SUCCESS);
+	omx_set_error_handler(B, OMX_ERRORS_RETURN);
+	CHECK(omx_issend(A, "x", 1, a2b, 0x51, NULL, &sr) == OMX_SUCCESS);
+	CHECK(wait_req(A, &sr, &st, 5000));
+	CHECK(st.code == OMX_REMOTE_ENDPOINT_BAD_SESSION);
+	CHECK(omx_iconnect(A, nic, 1, 0x1234, 0, NULL, &cr) == OMX_SUCCESS);
+	CHECK(wait_req(A, &cr, &st, 5000) && st.code == OMX_SUCCESS);
+	a2b = st.addr;
+	omx_decompose_endpoint_addr_with_session(a2b, &nic, &eid, &new_sess);
+	CHECK(new_sess != old_sess);
+	uint64_t nic_a;
+	omx_board_number_to_nic_id(0, &nic_a);
+	CHECK(omx_iconnect(B, nic_a, 0, 0x1234, 0, NULL, &cr) == OMX_SUCCESS);
+	CHECK(wait_req(B, &cr, &st, 5000) && st.code == OMX_SUCCESS);
+	b2a = st.addr;
+	CHECK(one_message(100, 0, 1) && one_message(50000, 0, 1));
+	/* a closed endpoint handle is refused, not dereferenced */
+	omx_endpoint_t dead;
+	omx_endpoint_t tmp;
+	CHECK(omx_open_endpoint(0, 5, 0x1234, NULL, 0, &tmp) == OMX_SUCCESS);
+	dead = tmp;
+	CHECK(omx_close_endpoint(tmp) == OMX_SUCCESS);
+	uint32_t res;
+	CHECK(omx_isend(dead, "x", 1, a2b, 0, NULL, &sr) == OMX_BAD_ENDPOINT);
+	CHECK(omx_test_any(dead, 0, 0, &st, &res) == OMX_BAD_ENDPOINT);
+	CHECK(omx_close_endpoint(dead) == OMX_BAD_ENDPOINT);
+	CHECK(omx_progress(NULL) == OMX_BAD_ENDPOINT);
+	(void)old;
+}
+
 /* Random traffic both ways, random sizes up to 3x the rendezvous threshold, verified. */
 static void test_random_traffic(int count, size_t max_len)
 {
@@ -336,8 +383,9 @@ int main(int argc, char **argv)
 		test_truncation_and_vectors();
 		test_matching_and_queues();
 		test_unexp_handler_and_self();
+		test_restart_session();
 	}
-	test_random_traffic(faults ? 2000 : 4000, 100000);
+	test_random_traffic(getenv("OMX_T_RANDOM") ? atoi(getenv("OMX_T_RANDOM")) : (faults ? 2000 : 4000), 100000);
 	if (faults) {
 		/* the faults really happened on both links */
 		struct omx_fault_stats fa, fb;

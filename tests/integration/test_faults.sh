@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# test_faults.sh - failure semantics and hostile input on real frames between two namespaces:
+# NACKs for closed/out-of-range endpoints (from the host's NACK responder), wrong keys, a peer
+# killed and restarted (old session refused, reconnect works), a peer that vanishes (unreachable
+# after the configured resend budget), and 20,000 hostile frames injected at an endpoint (counted
+# drops, no crash, endpoint still serving).
+set -u
+source "$(dirname "$0")/lib/netns.sh"
+source "$(dirname "$0")/lib/omx.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; echo "0 passed, 0 failed"; exit 0; }
+P=$OMX_BUILD/tests/omx_faultprog
+omx_netns_setup 2 9000 || { ko "namespace setup"; finish; }
+mkdir -p "$TMP/lock0" "$TMP/lock1"
+omx_netns_peers_file "$TMP/peers"
+H1=${OMX_HOSTNAME[1]}:0
+run0() { omx_host_exec 0 env $(omx_env 0) "$@"; }
+bg1() { # bg1 NAME CMD...: start CMD on host 1, wait for "ready"
+	local name=$1; shift
+	omx_host_exec 1 env $(omx_env 1) "$@" >"$TMP/$name.log" 2>&1 &
+	eval "PID_$name=$!"
+	for _ in $(seq 100); do grep -q ready "$TMP/$name.log" 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
+
+check "keeper endpoint 0 serving on host 1" bg1 keeper timeout 120 "$P" serve -e 0 -t 100
+out=$(run0 timeout 30 "$P" connect "$H1" 3 -t 10000)
+check "connect to a closed endpoint: NACKed as closed ($out)" grep -q "Remote Endpoint is Closed" <<<"$out"
+out=$(run0 timeout 30 "$P" connect "$H1" 0 -k 0x1 -t 10000)
+check "connect with a wrong key: refused ($out)" grep -q "Connection Key to Remote Endpoint is Invalid" <<<"$out"
+out=$(run0 timeout 30 "$P" connect "$H1" 0 -t 10000)
+check "connect with the right key ($out)" grep -q "^connect: Success" <<<"$out"
+out=$(run0 timeout 30 "$P" connect nosuchhost:0 0 2>&1)
+check "unknown hostname: clear error" grep -q "Peer Not Found" <<<"$out"
+
+# peer killed mid-stream, then restarted: sends fail (closed), reconnect to the new instance works
+check "victim endpoint 1 serving" bg1 victim timeout 60 "$P" serve -e 1 -t 50
+run0 timeout 120 "$P" sendloop "$H1" 1 -n 150 -i 20 -r >"$TMP/loop.log" 2>&1 &
+LOOP=$!
+sleep 1
+pkill -KILL -f "omx_faultprog serve -e 1 -t 50"
+sleep 1
+check "victim restarted (new session)" bg1 victim2 timeout 60 "$P" serve -e 1 -t 50
+wait $LOOP
+sed 's/^/  [sendloop] /' "$TMP/loop.log"
+check "sends to the killed peer fail with a NACK status (closed)" grep -q "Remote Endpoint is Closed" "$TMP/loop.log"
+check "reconnected to the restarted peer" grep -q "^reconnected" "$TMP/loop.log"
+check "sends succeed again after the restart" bash -c "tail -n 2 $TMP/loop.log | grep -q -e 'status .* Success' -e '^done' && grep -q '^done' $TMP/loop.log && tac $TMP/loop.log | grep -m1 '^status' | grep -q Success"
+
+# hostile frames at the keeper: counted drops, no crash, still serving
+out=$(omx_ns_exec 0 timeout 60 "$P" inject "${OMX_IF[0]}" "${OMX_MAC[1]}" -n 20000 -s 7)
+check "20000 hostile frames injected ($out)" grep -q "injected" <<<"$out"
+out=$(run0 timeout 30 "$P" sendloop "$H1" 0 -n 9 -i 1)
+check "keeper still serves after the injection" bash -c "grep -q '^status 0 Success' <<<'$out' && ! grep -q 'status [1-9]' <<<'$out'"
+pkill -TERM -f "omx_faultprog serve -e 0 "; wait "$PID_keeper"
+sed 's/^/  [keeper] /' "$TMP/keeper.log"
+for c in "Drop Bad Peer Index" "Drop Bad Data Length" "Drop Unknown Packet Type"; do
+	check "keeper counted '$c'" grep -q "counter $c = [1-9]" "$TMP/keeper.log"
+done
+check "keeper exited normally after hostile input" grep -q "^served" "$TMP/keeper.log"
+
+# a peer that vanishes completely (no process left on host 1, so no NACK): unreachable after
+# the configured budget (resend delay 50 ms x 6), not a hang
+pkill -TERM -f "omx_faultprog serve -e 1 "; wait "$PID_victim2"
+check "last peer serving" bg1 last timeout 30 "$P" serve -e 2 -t 3
+out=$(run0 env OMX_RESENDS_MAX=6 OMX_RESEND_DELAY_MS=50 timeout 60 "$P" sendloop "$H1" 2 -n 80 -i 50)
+echo "$out" | sed 's/^/  [vanish] /'
+check "vanished peer reported unreachable" grep -q "Remote Endpoint Unreachable" <<<"$out"
+finish

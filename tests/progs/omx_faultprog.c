@@ -1,0 +1,324 @@
+/*
+ * omx_faultprog.c - a peer for failure and bad-input tests, over the native API:
+ *
+ *   serve [-e ep] [-t secs] [-k key]  open an endpoint, receive everything for secs (or until
+ *                                     SIGTERM), print "served N" and the non-zero counters
+ *   connect HOST EP [-k key] [-t ms]  omx_connect; prints "connect: <omx_strerror text>"
+ *   sendloop HOST EP [-n N] [-i ms]   connect, then N sends of 64 B / 4 KiB / 100 KiB in turn, one
+ *                                     at a time; prints "status <i> <text>" whenever the status
+ *                                     changes, and "done"; -r: reconnect after a failure
+ *   inject IFACE DSTMAC [-n N] [-s seed]
+ *                                     send N hostile frames (random bytes, truncated and mangled
+ *                                     valid frames, unknown types, bad lengths, wrong sessions,
+ *                                     bad peer indexes) to DSTMAC endpoint 0; prints "injected N"
+ * Configuration from the environment (OMX_IFACES, OMX_PEERS, OMX_HOSTNAME), as every program.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "open-mx.h"
+#include "net/net.h"
+#include "wire/wire.h"
+
+static volatile sig_atomic_t stop;
+static void on_term(int s)
+{
+	(void)s;
+	stop = 1;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static omx_endpoint_t open_ep(uint32_t index, uint32_t key)
+{
+	omx_endpoint_t ep;
+	omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
+	omx_return_t r = omx_init();
+	if (r == OMX_SUCCESS)
+		r = omx_open_endpoint(0, index, key, NULL, 0, &ep);
+	if (r != OMX_SUCCESS) {
+		fprintf(stderr, "open: %s\n", omx_strerror(r));
+		exit(1);
+	}
+	omx_set_error_handler(ep, OMX_ERRORS_RETURN);
+	return ep;
+}
+
+static void print_counters(omx_endpoint_t ep)
+{
+	uint32_t vals[128], n = 0;
+	omx_get_info(NULL, OMX_INFO_COUNTER_MAX, NULL, 0, &n, sizeof(n));
+	if (omx_get_info(ep, OMX_INFO_COUNTER_VALUES, NULL, 0, vals, sizeof(vals)) != OMX_SUCCESS)
+		return;
+	for (uint8_t i = 0; i < n; i++) {
+		char label[128];
+		if (vals[i] && omx_get_info(NULL, OMX_INFO_COUNTER_LABEL, &i, 1, label, sizeof(label)) == OMX_SUCCESS)
+			printf("counter %s = %u\n", label, vals[i]);
+	}
+}
+
+static int serve(int argc, char **argv)
+{
+	uint32_t index = 0, key = 0x5EED;
+	int secs = 30, c;
+	while ((c = getopt(argc, argv, "e:t:k:")) != -1) {
+		if (c == 'e')
+			index = (uint32_t)atoi(optarg);
+		else if (c == 't')
+			secs = atoi(optarg);
+		else if (c == 'k')
+			key = (uint32_t)strtoul(optarg, NULL, 0);
+	}
+	signal(SIGTERM, on_term);
+	omx_endpoint_t ep = open_ep(index, key);
+	printf("ready\n");
+	fflush(stdout);
+	static uint8_t buf[1 << 20];
+	omx_request_t r = NULL;
+	uint64_t served = 0;
+	time_t end = time(NULL) + secs;
+	while (!stop && time(NULL) < end) {
+		omx_status_t st;
+		uint32_t res = 0;
+		if (!r)
+			omx_irecv(ep, buf, sizeof(buf), 0, 0, NULL, &r);
+		omx_wait(ep, &r, &st, &res, 100);
+		if (res)
+			served++;
+	}
+	printf("served %llu\n", (unsigned long long)served);
+	print_counters(ep);
+	fflush(stdout);
+	omx_close_endpoint(ep);
+	return 0;
+}
+
+static int lookup(const char *host, uint64_t *nic)
+{
+	omx_return_t r = omx_hostname_to_nic_id((char *)host, nic);
+	if (r != OMX_SUCCESS)
+		fprintf(stderr, "lookup %s: %s\n", host, omx_strerror(r));
+	return r == OMX_SUCCESS;
+}
+
+static int do_connect(int argc, char **argv)
+{
+	uint32_t key = 0x5EED, timeout = 5000;
+	int c;
+	if (argc < 3)
+		return 2;
+	const char *host = argv[1];
+	uint32_t peer_ep = (uint32_t)atoi(argv[2]);
+	optind = 3;
+	while ((c = getopt(argc, argv, "k:t:")) != -1) {
+		if (c == 'k')
+			key = (uint32_t)strtoul(optarg, NULL, 0);
+		else if (c == 't')
+			timeout = (uint32_t)atoi(optarg);
+	}
+	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
+	uint64_t nic;
+	if (!lookup(host, &nic))
+		return 1;
+	omx_endpoint_addr_t addr;
+	omx_return_t r = omx_connect(ep, nic, peer_ep, key, timeout, &addr);
+	printf("connect: %s\n", omx_strerror(r));
+	omx_close_endpoint(ep);
+	return 0;
+}
+
+static int sendloop(int argc, char **argv)
+{
+	int n = 100, interval = 50, reconnect = 0, c;
+	if (argc < 3)
+		return 2;
+	const char *host = argv[1];
+	uint32_t peer_ep = (uint32_t)atoi(argv[2]);
+	optind = 3;
+	while ((c = getopt(argc, argv, "n:i:r")) != -1) {
+		if (c == 'n')
+			n = atoi(optarg);
+		else if (c == 'i')
+			interval = atoi(optarg);
+		else if (c == 'r')
+			reconnect = 1;
+	}
+	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
+	uint64_t nic;
+	if (!lookup(host, &nic))
+		return 1;
+	omx_endpoint_addr_t addr;
+	omx_return_t r = omx_connect(ep, nic, peer_ep, 0x5EED, 10000, &addr);
+	printf("connect: %s\n", omx_strerror(r));
+	fflush(stdout);
+	static uint8_t buf[100000];
+	const size_t sizes[3] = { 64, 4096, sizeof(buf) };
+	omx_return_t last = (omx_return_t)-1;
+	int connected = r == OMX_SUCCESS;
+	for (int i = 0; i < n; i++) {
+		omx_request_t req;
+		omx_status_t st;
+		uint32_t res = 0;
+		if (!connected) { /* waiting for the peer to come back */
+			if (omx_connect(ep, nic, peer_ep, 0x5EED, 500, &addr) == OMX_SUCCESS) {
+				connected = 1;
+				printf("reconnected %d\n", i);
+				fflush(stdout);
+			} else {
+				usleep((useconds_t)interval * 1000);
+				continue;
+			}
+		}
+		omx_return_t pr = omx_issend(ep, buf, sizes[i % 3], addr, (uint64_t)i, NULL, &req);
+		if (pr != OMX_SUCCESS) {
+			printf("post %d %s\n", i, omx_strerror(pr));
+			return 1;
+		}
+		while (!res)
+			omx_wait(ep, &req, &st, &res, 1000);
+		if (st.code != last) {
+			printf("status %d %s\n", i, omx_strerror(st.code));
+			fflush(stdout);
+			last = st.code;
+		}
+		if (st.code != OMX_SUCCESS && reconnect) {
+			omx_disconnect(ep, addr);
+			connected = 0;
+		}
+		usleep((useconds_t)interval * 1000);
+	}
+	printf("done\n");
+	omx_close_endpoint(ep);
+	return 0;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+/* One valid frame of a random sequenced/control type, then mangled. */
+static size_t hostile_frame(uint8_t *f, size_t cap, const uint8_t dst[6], const uint8_t src[6], const struct omx_wire_params *wp)
+{
+	struct omx_pkt p;
+	uint8_t payload[9000];
+	memset(&p, 0, sizeof(p));
+	memcpy(p.dst_mac, dst, 6);
+	memcpy(p.src_mac, src, 6);
+	p.peer_index = (uint16_t)(rnd() % 4 ? rnd() % 4 : rnd());
+	static const uint8_t types[] = { OMX_PT_TINY, OMX_PT_SMALL, OMX_PT_MEDIUM, OMX_PT_RNDV, OMX_PT_NOTIFY,
+					 OMX_PT_CONNECT, OMX_PT_TRUC, OMX_PT_PULL, OMX_PT_PULL_REPLY, OMX_PT_NACK_LIB,
+					 OMX_PT_NACK_MCP, OMX_PT_HOST_QUERY, OMX_PT_HOST_REPLY };
+	p.ptype = types[rnd() % sizeof(types)];
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)rnd();
+	p.u.msg.session = (uint32_t)rnd();
+	p.u.msg.lib_seqnum = (uint16_t)rnd();
+	p.u.msg.lib_piggyack = (uint16_t)rnd();
+	p.u.msg.match = rnd();
+	p.payload = payload;
+	switch (p.ptype) {
+	case OMX_PT_TINY: p.payload_len = (uint32_t)(rnd() % 33); break;
+	case OMX_PT_SMALL: p.payload_len = (uint32_t)(rnd() % 128 + 1); break;
+	case OMX_PT_MEDIUM:
+		p.payload_len = (uint32_t)(rnd() % wp->medium_frag_max + 1);
+		p.u.msg.length = p.payload_len + (uint32_t)(rnd() % 1000);
+		break;
+	case OMX_PT_PULL_REPLY: p.payload_len = (uint32_t)(rnd() % wp->pull_reply_max); break;
+	case OMX_PT_HOST_REPLY: strcpy(p.u.host.hostname, "evil"); p.u.host.length = 5; break;
+	default: p.payload = NULL; break;
+	}
+	size_t len = omx_wire_encode(wp, &p, f, cap);
+	if (!len) {
+		memcpy(f, dst, 6), memcpy(f + 6, src, 6), f[12] = 0x86, f[13] = 0xDF;
+		len = 60;
+	}
+	switch (rnd() % 5) {
+	case 0: len = 14 + rnd() % (len - 14); break;             /* truncated */
+	case 1: f[16] = (uint8_t)rnd(); break;                     /* any type */
+	case 2: f[16 + 4 + rnd() % 4] ^= (uint8_t)rnd(); break;    /* length fields */
+	case 3: for (size_t i = 17; i < len; i++) f[i] = (uint8_t)rnd(); break; /* random body */
+	default: break;                                            /* valid but foreign */
+	}
+	f[17] = 0; /* endpoint 0 of the target */
+	return len < 15 ? 15 : len;
+}
+
+static int inject(int argc, char **argv)
+{
+	int n = 10000, c;
+	if (argc < 3)
+		return 2;
+	const char *ifname = argv[1];
+	uint8_t dst[6];
+	if (parse_mac(argv[2], dst) < 0)
+		return 2;
+	optind = 3;
+	while ((c = getopt(argc, argv, "n:s:")) != -1) {
+		if (c == 'n')
+			n = atoi(optarg);
+		else if (c == 's')
+			rng = strtoull(optarg, NULL, 0) | 1;
+	}
+	int err = 0;
+	struct omx_net_opts o = { 0 };
+	o.all_endpoints = 1;
+	struct omx_net *net = omx_net_packet_open(ifname, 255, &o, &err);
+	if (!net) {
+		fprintf(stderr, "inject: cannot open %s: %s\n", ifname, strerror(-err));
+		return 1;
+	}
+	struct omx_wire_params wp;
+	omx_wire_params_init(&wp, OMX_WIRE_EXTENDED, net->mtu > 65535 ? 65535 : net->mtu);
+	static uint8_t f[70000];
+	int sent = 0;
+	for (int i = 0; i < n; i++) {
+		size_t len = hostile_frame(f, sizeof(f), dst, net->mac, &wp);
+		if (len < 60) {
+			memset(f + len, 0, 60 - len);
+			len = rnd() % 2 ? 60 : len; /* some frames under the Ethernet minimum */
+		}
+		struct iovec iov = { f, len };
+		if (net->ops->send(net, &iov, 1) == 0)
+			sent++;
+		if (i % 64 == 0)
+			usleep(1000); /* do not just overflow the victim's ring */
+	}
+	net->ops->close(net);
+	printf("injected %d\n", sent);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: omx_faultprog serve|connect|sendloop|inject ...\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "serve"))
+		return serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "connect"))
+		return do_connect(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sendloop"))
+		return sendloop(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "inject"))
+		return inject(argc - 1, argv + 1);
+	fprintf(stderr, "omx_faultprog: unknown command %s\n", argv[1]);
+	return 2;
+}

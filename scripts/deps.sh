@@ -13,6 +13,8 @@ have nft || need+=(nftables)
 have ip || need+=(iproute2)
 have python3 || need+=(python3)
 have pkill || need+=(procps)
+have unshare || need+=(util-linux)
+have timeout || need+=(coreutils)
 have readelf || need+=(binutils)
 have pkg-config || need+=(pkg-config)
 # libFuzzer and the sanitizer runtimes for clang

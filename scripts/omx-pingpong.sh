@@ -10,8 +10,9 @@
 #
 # Arguments are passed to the client after the defaults "-S 0 -E 4194305 -N 200", so they
 # override them (e.g. "-E 65536 -N 1000", "-U", "-Y", "-c -" for CSV on stdout).
-# Nothing is built: the binaries come from an existing build directory. Standard output is
-# exactly the client's; the script's own messages go to standard error.
+# On a fresh machine (no omx_perf in the build directory yet) it first installs what is missing
+# (scripts/deps.sh) and builds (scripts/build.sh), with that output on standard error. Standard
+# output is exactly the client's; the script's own messages go to standard error.
 #
 # Environment:
 #   OMX_BUILD              build directory [./build]; omx_perf is $OMX_BUILD/tools/omx_perf
@@ -23,7 +24,7 @@ set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
-BUILD=${OMX_BUILD:-./build}
+BUILD=${OMX_BUILD:-$SRC/build}
 PERF="$BUILD/tools/omx_perf"
 MTU=${MTU:-9000}
 TIMEOUT=${OMX_PINGPONG_TIMEOUT:-900}
@@ -41,7 +42,11 @@ case "${1:-}" in
 esac
 
 [ "$(id -u)" = 0 ] || die "must run as root (network namespaces and raw sockets)"
-[ -x "$PERF" ] || die "no omx_perf at $PERF: build first (cmake -S . -B build -G Ninja && ninja -C build) or set OMX_BUILD"
+if [ ! -x "$PERF" ] && [ -z "${OMX_BUILD:-}" ]; then
+	echo "omx-pingpong: first run: installing dependencies and building (output on stderr)" >&2
+	{ "$SRC/scripts/deps.sh" && "$SRC/scripts/build.sh" default; } >&2 || die "set-up failed"
+fi
+[ -x "$PERF" ] || die "no omx_perf at $PERF: build first (scripts/build.sh) or set OMX_BUILD"
 case "$MTU" in
 '' | *[!0-9]*) die "MTU must be a number (got '$MTU')" ;;
 esac

@@ -32,6 +32,11 @@ check "connect with the right key ($out)" grep -q "^connect: Success" <<<"$out"
 out=$(run0 timeout 30 "$P" connect nosuchhost:0 0 2>&1)
 check "unknown hostname: clear error" grep -q "Peer Not Found" <<<"$out"
 
+# host query/reply: host 0 knows host 1 only by MAC (peers file without it), asks its name
+grep -v "${OMX_MAC[1]}" "$TMP/peers" >"$TMP/peers-nameless"
+out=$(omx_host_exec 0 env $(omx_env 0) OMX_PEERS="$TMP/peers-nameless" timeout 30 "$P" resolve "${OMX_MAC[1]}")
+check "a peer known only by address gets its hostname by host query ($out)" grep -q "^resolved ${OMX_HOSTNAME[1]}:0" <<<"$out"
+
 # peer killed mid-stream, then restarted: sends fail (closed), reconnect to the new instance works
 check "victim endpoint 1 serving" bg1 victim timeout 60 "$P" serve -e 1 -t 50
 run0 timeout 120 "$P" sendloop "$H1" 1 -n 150 -i 20 -r >"$TMP/loop.log" 2>&1 &

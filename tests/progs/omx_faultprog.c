@@ -203,6 +203,36 @@ static int sendloop(int argc, char **argv)
 	return 0;
 }
 
+static int parse_mac(const char *s, uint8_t mac[6]);
+omx_return_t omx__peer_add_or_rename(uint64_t nic_id, const char *hostname); /* core/omx_raw.h */
+
+/* resolve MAC: add the peer by address only (as a mapper does), open an endpoint and wait for
+ * its hostname to arrive by host query/reply. Prints "resolved <name>" or "unresolved". */
+static int resolve(int argc, char **argv)
+{
+	uint8_t mac[6];
+	if (argc < 2 || parse_mac(argv[1], mac) < 0)
+		return 2;
+	uint64_t nic = 0;
+	for (int i = 0; i < 6; i++)
+		nic = (nic << 8) | mac[i];
+	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
+	char name[80] = "";
+	if (omx_nic_id_to_hostname(nic, name) == OMX_SUCCESS && name[0]) {
+		printf("already named %s\n", name); /* the test must start from a nameless peer */
+		return 1;
+	}
+	omx__peer_add_or_rename(nic, NULL);
+	for (int i = 0; i < 100 && !name[0]; i++) {
+		omx_progress(ep);
+		usleep(50000);
+		omx_nic_id_to_hostname(nic, name);
+	}
+	printf(name[0] ? "resolved %s\n" : "unresolved%s\n", name);
+	omx_close_endpoint(ep);
+	return 0;
+}
+
 static int parse_mac(const char *s, uint8_t mac[6])
 {
 	unsigned v[6];
@@ -317,6 +347,8 @@ int main(int argc, char **argv)
 		return do_connect(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sendloop"))
 		return sendloop(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "resolve"))
+		return resolve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))
 		return inject(argc - 1, argv + 1);
 	fprintf(stderr, "omx_faultprog: unknown command %s\n", argv[1]);

@@ -46,6 +46,8 @@ struct omx_config {
 	int waitspin, waitintr, disable_self, connect_pollall;
 	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
 	uint32_t rx_ring_kb;       /* receive ring per endpoint */
+	int progress_thread;       /* asynchronous progress thread per endpoint */
+	uint64_t progress_idle_ns; /* application idle this long -> the thread takes over */
 	uint64_t resend_delay_ns;  /* 0.5 s */
 	uint64_t ack_delay_ns;     /* ~15.6 ms */
 	uint64_t pull_resend_ns;   /* 1 s */
@@ -331,6 +333,14 @@ struct omx_endpoint {
 	int in_handler;
 	pthread_t handler_thread;
 	int progression_disabled;
+	/* asynchronous progress (progress.c) */
+	pthread_t progress_tid;
+	pthread_cond_t progress_cond; /* the thread's own: not woken by every completion */
+	int progress_started;
+	int in_thread_progress;   /* the progress thread is running a pass */
+	int poller_is_thread;     /* the sleeping poller is the progress thread */
+	uint32_t app_waiters;     /* application threads inside omx__wait */
+	uint64_t last_app_ns;     /* last progression on behalf of the application */
 	/* blocking */
 	int poller_active;
 	uint64_t wakeup_gen;
@@ -370,6 +380,12 @@ typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
 int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms);
 void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+uint64_t omx__next_timer(struct omx_endpoint *ep);
+void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until);
+
+/* progress.c */
+int omx__progress_thread_start(struct omx_endpoint *ep);
+void omx__progress_thread_stop(struct omx_endpoint *ep); /* lock not held */
 
 /* partner.c */
 struct omx_partner *omx__partner_get(struct omx_endpoint *ep, uint32_t peer_index, uint8_t endpoint_index);

@@ -91,6 +91,8 @@ void omx__progress(struct omx_endpoint *ep)
 	if (ep->progression_disabled || ep->in_handler)
 		return;
 	uint64_t c0 = ep->completions;
+	if (!ep->in_thread_progress)
+		ep->last_app_ns = omx_now_ns();
 	for (int i = 0; i < 16; i++)
 		if (ep->net->ops->recv_burst(ep->net, omx__recv_frame, ep, 64) < 64)
 			break;
@@ -108,7 +110,7 @@ void omx__progress(struct omx_endpoint *ep)
 		omx__notify_waiters(ep);
 }
 
-static uint64_t next_timer(struct omx_endpoint *ep)
+uint64_t omx__next_timer(struct omx_endpoint *ep)
 {
 	uint64_t t = UINT64_MAX;
 	union omx_request *r;
@@ -132,7 +134,7 @@ static uint64_t next_timer(struct omx_endpoint *ep)
 	return t;
 }
 
-static void sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
+void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 {
 	uint64_t now = omx_now_ns();
 	int ms = until == UINT64_MAX ? -1 : (until <= now ? 0 : (int)((until - now + 999999) / 1000000));
@@ -181,13 +183,21 @@ int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_
 			sched_yield();
 			pthread_mutex_lock(&ep->lock);
 		} else {
-			uint64_t until = next_timer(ep);
+			uint64_t until = omx__next_timer(ep);
 			if (deadline < until)
 				until = deadline;
+			if (ep->poller_active && ep->poller_is_thread) {
+				/* The progress thread sleeps in poll(): ask it to hand the role over, so
+				 * the application thread wakes directly on its own frames. */
+				uint64_t one = 1;
+				(void)!write(ep->event_fd, &one, sizeof(one));
+			}
+			ep->app_waiters++;
 			if (ep->poller_active)
 				sleep_as_follower(ep, until);
 			else
-				sleep_as_poller(ep, until);
+				omx__sleep_as_poller(ep, until);
+			ep->app_waiters--;
 		}
 		omx__progress(ep);
 	}
@@ -459,6 +469,9 @@ omx_return_t omx_open_endpoint(uint32_t board_index, uint32_t endpoint_index, ui
 	pthread_mutex_lock(&ep->lock);
 	omx__progress(ep);
 	pthread_mutex_unlock(&ep->lock);
+	if (omx__cfg.progress_thread && omx__progress_thread_start(ep) != 0)
+		omx__warn("cannot start the progress thread of endpoint %u; progress only inside calls\n",
+			  ep->endpoint_index);
 	*epp = ep;
 	return OMX_SUCCESS;
 }
@@ -501,7 +514,10 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 		p->ack_state = 2, omx__send_acks(ep, UINT64_MAX);
 	ep->closing = 1;
 	omx__notify_waiters(ep);
+	uint64_t one = 1;
+	(void)!write(ep->event_fd, &one, sizeof(one));
 	pthread_mutex_unlock(&ep->lock);
+	omx__progress_thread_stop(ep);
 	endpoint_free(ep);
 	return OMX_SUCCESS;
 }

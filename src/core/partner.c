@@ -1,9 +1,12 @@
 /*
  * partner.c - per-(peer board, remote endpoint) protocol state and endpoint addresses.
  *
- * Address layout (opaque to applications, mx-api.md 3.2): data[0] = partner record pointer,
- * data[1] = generation (low 32 bits) | session id (high 32 bits, i.e. bytes 12..15 on x86-64 as in
- * the reference). The generation lets us detect addresses made stale by omx_disconnect.
+ * Address layout (opaque to applications, mx-api.md 3.2): data[0] = partner record pointer (for
+ * the calls that take no endpoint: decompose, address contexts); data[1] = session id in the high
+ * 32 bits (bytes 12..15 on x86-64, as in the reference), then peer index (16 bits), endpoint
+ * index (8) and generation (8). Calls with an endpoint look the record up in that endpoint's own
+ * table by (peer, endpoint) and compare, so a garbage or foreign address is rejected without
+ * dereferencing it, and the generation rejects addresses made stale by omx_disconnect.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,15 +65,18 @@ void omx__partner_to_addr(const struct omx_partner *p, omx_endpoint_addr_t *addr
 {
 	uint32_t session = p->is_self ? p->ep->session : p->true_session;
 	addr->data[0] = (uint64_t)(uintptr_t)p;
-	addr->data[1] = ((uint64_t)session << 32) | p->gen;
+	addr->data[1] = ((uint64_t)session << 32) | ((uint64_t)(p->peer_index & 0xFFFF) << 16) |
+			((uint64_t)p->endpoint_index << 8) | (p->gen & 0xFF);
 }
 
 struct omx_partner *omx__partner_from_addr(struct omx_endpoint *ep, const omx_endpoint_addr_t *addr)
 {
-	struct omx_partner *p = (struct omx_partner *)(uintptr_t)addr->data[0];
-	/* Addresses are only meaningful on the endpoint that made them; a stale one (after
-	 * omx_disconnect) has an old generation. Garbage pointers are not detected (as in MX). */
-	if (!p || p->magic != OMX_PARTNER_MAGIC || p->ep != ep || (uint32_t)addr->data[1] != p->gen)
+	uint32_t peer = (uint32_t)(addr->data[1] >> 16) & 0xFFFF;
+	uint32_t e = (uint32_t)(addr->data[1] >> 8) & 0xFF;
+	if (peer >= omx__g.peer_count || e >= omx__cfg.endpoint_max || !ep->partners[peer])
+		return NULL;
+	struct omx_partner *p = ep->partners[peer][e];
+	if (!p || (uintptr_t)p != (uintptr_t)addr->data[0] || (p->gen & 0xFF) != (addr->data[1] & 0xFF))
 		return NULL;
 	return p;
 }

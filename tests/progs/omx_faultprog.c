@@ -203,6 +203,80 @@ static int sendloop(int argc, char **argv)
 	return 0;
 }
 
+/* sleepsend HOST EP BYTES SECS MARKER: post one large send, sleep SECS without calling the
+ * library, create MARKER, then wait for the send. recvcheck BYTES MARKER: receive it, verify the
+ * pattern, and say whether it completed before MARKER existed (i.e. while the sender slept). */
+static void fill_pattern(uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 2654435761u >> 24);
+}
+
+static int sleepsend(int argc, char **argv)
+{
+	if (argc < 6)
+		return 2;
+	size_t n = strtoul(argv[3], NULL, 0);
+	int secs = atoi(argv[4]);
+	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
+	uint64_t nic;
+	if (!lookup(argv[1], &nic))
+		return 1;
+	omx_endpoint_addr_t addr;
+	omx_return_t r = OMX_TIMEOUT;
+	for (int i = 0; i < 30 && r != OMX_SUCCESS; i++)
+		r = omx_connect(ep, nic, (uint32_t)atoi(argv[2]), 0x5EED, 1000, &addr);
+	if (r != OMX_SUCCESS)
+		return printf("connect: %s\n", omx_strerror(r)), 1;
+	uint8_t *buf = malloc(n);
+	fill_pattern(buf, n);
+	omx_request_t req;
+	omx_status_t st;
+	uint32_t res = 0;
+	omx_isend(ep, buf, n, addr, 0x51EE9, NULL, &req);
+	sleep((unsigned)secs); /* computing: no library call */
+	FILE *f = fopen(argv[5], "w");
+	if (f)
+		fclose(f);
+	while (!res)
+		omx_wait(ep, &req, &st, &res, 1000);
+	printf("send: %s\n", omx_strerror(st.code));
+	omx_close_endpoint(ep);
+	free(buf);
+	return st.code != OMX_SUCCESS;
+}
+
+static int recvcheck(int argc, char **argv)
+{
+	if (argc < 3)
+		return 2;
+	size_t n = strtoul(argv[1], NULL, 0);
+	omx_endpoint_t ep = open_ep(0, 0x5EED);
+	printf("ready\n");
+	fflush(stdout);
+	uint8_t *buf = malloc(n), *ref = malloc(n);
+	fill_pattern(ref, n);
+	omx_request_t req;
+	omx_status_t st;
+	uint32_t res = 0;
+	omx_irecv(ep, buf, n, 0x51EE9, ~0ull, NULL, &req);
+	for (int i = 0; i < 120 && !res; i++)
+		omx_wait(ep, &req, &st, &res, 1000);
+	int asleep = access(argv[2], F_OK) != 0;
+	int ok = res && st.code == OMX_SUCCESS && st.xfer_length == n && !memcmp(buf, ref, n);
+	printf("received %s, data %s, %s\n", res ? omx_strerror(st.code) : "nothing", ok ? "intact" : "BAD",
+	       asleep ? "while the sender slept" : "after the sender woke");
+	/* stay a little so our NOTIFY is acked */
+	for (int i = 0; i < 20; i++) {
+		omx_progress(ep);
+		usleep(100000);
+	}
+	omx_close_endpoint(ep);
+	free(buf);
+	free(ref);
+	return !ok;
+}
+
 static int parse_mac(const char *s, uint8_t mac[6]);
 omx_return_t omx__peer_add_or_rename(uint64_t nic_id, const char *hostname); /* core/omx_raw.h */
 
@@ -347,6 +421,10 @@ int main(int argc, char **argv)
 		return do_connect(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sendloop"))
 		return sendloop(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sleepsend"))
+		return sleepsend(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "recvcheck"))
+		return recvcheck(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "resolve"))
 		return resolve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))

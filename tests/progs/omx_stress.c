@@ -68,6 +68,19 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kb = atol(line + 6);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 static void die(const char *what, omx_return_t r)
 {
 	fprintf(stderr, "omx_stress: %s: %s\n", what, omx_strerror(r));
@@ -78,15 +91,22 @@ int main(int argc, char **argv)
 {
 	const char *peer = NULL;
 	uint32_t my_ep = 0, count = 1000, window = 32;
-	size_t maxlen = 65536;
+	size_t maxlen = 65536, minlen = 0;
+	size_t list[64];
+	unsigned nlist = 0;
 	uint64_t seed = 1;
 	int c;
-	while ((c = getopt(argc, argv, "d:e:n:m:w:s:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:e:n:m:l:z:w:s:h")) != -1) {
 		switch (c) {
 		case 'd': peer = optarg; break;
 		case 'e': my_ep = (uint32_t)atoi(optarg); break;
 		case 'n': count = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'm': maxlen = strtoul(optarg, NULL, 0); break;
+		case 'l': minlen = strtoul(optarg, NULL, 0); break;
+		case 'z': /* comma-separated sizes, cycled instead of random ones */
+			for (char *t = strtok(optarg, ","); t && nlist < 64; t = strtok(NULL, ","))
+				list[nlist++] = strtoul(t, NULL, 0);
+			break;
 		case 'w': window = (uint32_t)atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		default:
@@ -94,6 +114,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	for (unsigned i = 0; i < nlist; i++)
+		if (list[i] > maxlen)
+			maxlen = list[i];
 	if (!peer || window == 0 || window > 1024 || maxlen < HDR)
 		return fprintf(stderr, "omx_stress: bad arguments\n"), 2;
 	rng = seed;
@@ -127,6 +150,7 @@ int main(int argc, char **argv)
 		rs[i].buf = malloc(maxlen);
 	}
 	uint32_t sent = 0, sdone = 0, posted = 0, received = 0, errors = 0;
+	long rss_early = -1;
 	uint64_t bytes = 0;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -148,7 +172,9 @@ int main(int argc, char **argv)
 				}
 			}
 			if (!ss[i].req && sent < count) {
-				size_t len = pick_len(maxlen);
+				size_t len = nlist ? list[sent % nlist] : pick_len(maxlen);
+				if (len < minlen)
+					len = minlen + (size_t)(rnd() % (maxlen - minlen + 1));
 				if (len < HDR)
 					len = HDR;
 				uint8_t *b = ss[i].buf;
@@ -194,6 +220,8 @@ int main(int argc, char **argv)
 		}
 		if (!progress)
 			omx_progress(ep);
+		if (rss_early < 0 && received >= count / 10 && received > 0)
+			rss_early = rss_kb();
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* fin: each side's issend completes only once the other matched it */
@@ -209,6 +237,7 @@ int main(int argc, char **argv)
 	omx_wait(ep, &fr, &st, &res, 60000);
 	if (!res || st.code)
 		errors++, fprintf(stderr, "fin receive failed\n");
+	printf("omx_stress: rss_kb after 10%% %ld, at the end %ld\n", rss_early, rss_kb());
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("omx_stress: sent %u received %u bytes %" PRIu64 " in %.2f s (%.1f MB/s received) errors %u\n", sdone,
 	       received, bytes, secs, (double)bytes / secs / 1e6, errors);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# test_large.sh - large messages (rendezvous + pull + notify) on real frames between two
+# namespaces (issue 3): sizes from the threshold to 64 MiB and odd sizes in both wire modes at
+# MTU 1500 and 9000, both directions at once with checksums; many concurrent large messages; the
+# same under 5% loss + 1% duplication (nftables) and reordering (OMX_FAULT); a sender that sleeps
+# without calling the library (the progress thread answers pulls), and the contrast with the
+# thread disabled; a sender killed mid-transfer; 10,000 large messages with bounded memory.
+set -u
+source "$(dirname "$0")/lib/netns.sh"
+source "$(dirname "$0")/lib/omx.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; echo "0 passed, 0 failed"; exit 0; }
+S=$OMX_BUILD/tests/omx_stress
+P=$OMX_BUILD/tests/omx_faultprog
+SIZES=32769,65536,99999,262144,1000003,4194304,16777216,67108864
+[ -n "${OMX_SANITIZE:-}" ] && SIZES=32769,65536,99999,262144,1000003,4194304,16777216
+
+pair() { # pair NAME STRESS-ARGS... : both hosts run omx_stress with these arguments
+	local name=$1
+	shift
+	omx_run_pair "$name" env "${ENVS[@]}" timeout 1200 "$S" -d "${OMX_HOSTNAME[1]}:0" -s 1 "$@" -- \
+		env "${ENVS[@]}" timeout 1200 "$S" -d "${OMX_HOSTNAME[0]}:0" -s 2 "$@"
+}
+ENVS=(OMX_NONE=1)
+omx_netns_setup 2 9000 || { ko "namespace setup"; finish; }
+mkdir -p "$TMP/lock0" "$TMP/lock1"
+omx_netns_peers_file "$TMP/peers"
+
+for cfg in "extended 9000" "compat 9000" "extended 1500"; do
+	set -- $cfg
+	omx_netns_set_mtu "$2"
+	ENVS=(OMX_WIRE_MODE=$1)
+	check "sizes 32769..64 MiB both ways, $1 wire mode, MTU $2" pair "sizes-$1-$2" -z "$SIZES" -n 8 -w 2
+done
+omx_netns_set_mtu 9000
+ENVS=(OMX_NONE=1)
+check "$(omx_scale 2000) concurrent large messages both ways (16 in flight each way)" \
+	pair concurrent -n "$(omx_scale 2000)" -l 32769 -m 1048576 -w 16
+
+for h in 0 1; do omx_nft_loss $h 5; omx_nft_dup $h 1; done
+ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 "OMX_FAULT=reorder=0.05,delay=0.01,delay_us=2000")
+check "large messages over 5% loss + 1% dup + reordering" pair lossy -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
+check "the loss rule dropped frames" test "$(omx_nft_count 1 loss)" -gt 100
+omx_nft_clear 0; omx_nft_clear 1
+
+# a sender computing (no library calls) for 4 s right after posting 32 MiB
+for thread in 1 0; do
+	rm -f "$TMP/woke"
+	omx_host_exec 1 env $(omx_env 1) OMX_PROGRESS_THREAD=$thread timeout 120 "$P" recvcheck 33554432 "$TMP/woke" \
+		>"$TMP/recv$thread.log" 2>&1 &
+	R=$!
+	for _ in $(seq 100); do grep -q ready "$TMP/recv$thread.log" && break; sleep 0.05; done
+	omx_host_exec 0 env $(omx_env 0) OMX_PROGRESS_THREAD=$thread timeout 120 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 \
+		33554432 4 "$TMP/woke" >"$TMP/send$thread.log" 2>&1
+	wait $R
+	sed "s/^/  [thread=$thread] /" "$TMP/recv$thread.log" "$TMP/send$thread.log"
+done
+check "progress thread: 32 MiB received intact while the sender slept" grep -q "Success, data intact, while the sender slept" "$TMP/recv1.log"
+check "without it (OMX_PROGRESS_THREAD=0): only after the sender woke" grep -q "Success, data intact, after the sender woke" "$TMP/recv0.log"
+
+# sender killed mid-transfer, a keeper on its host answers for the closed endpoint: the pull fails
+omx_host_exec 0 env $(omx_env 0) timeout 60 "$P" serve -e 5 -t 30 >"$TMP/keeper.log" 2>&1 &
+omx_host_exec 1 env $(omx_env 1) timeout 120 "$P" recvcheck 268435456 "$TMP/never" >"$TMP/recvkill.log" 2>&1 &
+R=$!
+for _ in $(seq 100); do grep -q ready "$TMP/recvkill.log" && break; sleep 0.05; done
+omx_host_exec 0 env $(omx_env 0) OMX_PROGRESS_THREAD=0 timeout 60 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 268435456 30 "$TMP/x" >/dev/null 2>&1 &
+sleep 2
+pkill -KILL -f "omx_faultprog sleepsend"
+wait $R
+sed 's/^/  [killed sender] /' "$TMP/recvkill.log"
+check "receive from a sender killed mid-transfer fails with a clear status" \
+	grep -q -e "received Remote Endpoint is Closed" -e "received Remote Endpoint Unreachable" "$TMP/recvkill.log"
+pkill -TERM -f "omx_faultprog serve -e 5"
+
+# 10,000 large messages: memory stays bounded (and LeakSanitizer checks exit in the ASan build)
+N=$(omx_scale 10000)
+ENVS=(OMX_NONE=1)
+check "$N large messages both ways" pair longrun -n "$N" -l 32769 -m 131072 -w 8
+for h in 0 1; do
+	read -r early late < <(sed -n 's/.*rss_kb after 10% \([0-9]*\), at the end \([0-9]*\).*/\1 \2/p' "$TMP/longrun.$h.log")
+	check "host $h memory bounded over the run (RSS ${early:-?} kB at 10%, ${late:-?} kB at the end)" \
+		test -n "${early:-}" -a "${late:-0}" -le $(( ${early:-0} + ${early:-0} / 4 + 4096 ))
+done
+finish

@@ -450,7 +450,7 @@ int main(int argc, char **argv)
 		test_close_in_flight();
 		test_restart_session();
 	}
-	test_random_traffic(getenv("OMX_T_RANDOM") ? atoi(getenv("OMX_T_RANDOM")) : (faults ? 2000 : 4000), 100000);
+	test_random_traffic(getenv("OMX_T_RANDOM") ? atoi(getenv("OMX_T_RANDOM")) : (faults ? 2000 : 36000), 100000); /* > 2 x 16384: both directions wrap the 14-bit sequence */
 	if (faults) {
 		/* the faults really happened on both links */
 		struct omx_fault_stats fa, fb;

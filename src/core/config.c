@@ -91,6 +91,7 @@ void omx__config_load_open(void)
 	c->spin_us = env_u32("OMX_SPIN_US", NULL, 100);
 	c->rx_ring_kb = env_u32("OMX_RX_RING_KB", NULL, 16384);
 	c->progress_thread = (int)env_u32("OMX_PROGRESS_THREAD", NULL, 1);
+	c->close_linger_ns = omx__ms_to_ns(env_u32("OMX_CLOSE_LINGER_MS", NULL, 1000));
 	c->progress_idle_ns = (uint64_t)env_u32("OMX_PROGRESS_IDLE_US", NULL, 1000) * 1000u;
 	c->resend_delay_ns = omx__ms_to_ns(env_u32("OMX_RESEND_DELAY_MS", NULL, 500));
 	c->ack_delay_ns = omx__ms_to_ns(env_u32("OMX_ACK_DELAY_MS", NULL, 16));

@@ -47,6 +47,7 @@ struct omx_config {
 	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
 	uint32_t rx_ring_kb;       /* receive ring per endpoint */
 	int progress_thread;       /* asynchronous progress thread per endpoint */
+	uint64_t close_linger_ns;  /* close waits this long for unacked messages (NOTIFYs...) */
 	uint64_t progress_idle_ns; /* application idle this long -> the thread takes over */
 	uint64_t resend_delay_ns;  /* 0.5 s */
 	uint64_t ack_delay_ns;     /* ~15.6 ms */

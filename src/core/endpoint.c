@@ -508,6 +508,17 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 		omx__responder_release(ep->board_index);
 
 	pthread_mutex_lock(&ep->lock);
+	/* Linger (bounded) until what we owe peers is acked: above all the NOTIFY of a large
+	 * message we just received, without which its sender would wait for its whole resend
+	 * budget; also early-completed eager sends. */
+	uint64_t until = omx_now_ns() + omx__cfg.close_linger_ns;
+	while (!omx_list_empty(&ep->resend_list) && omx_now_ns() < until) {
+		omx__progress(ep);
+		pthread_mutex_unlock(&ep->lock);
+		struct pollfd pfd = { ep->net->fd, POLLIN, 0 };
+		poll(&pfd, 1, 1);
+		pthread_mutex_lock(&ep->lock);
+	}
 	/* Flush every owed ack so peers do not retransmit what we already have. */
 	struct omx_partner *p;
 	while ((p = omx_list_first(&ep->ack_list, struct omx_partner, ack_elt)))

@@ -212,11 +212,12 @@ struct any_arg {
 	union omx_request *found;
 };
 
-static int cond_any_done(struct omx_endpoint *ep, void *arg)
+/* Oldest request of a queue linked by done_elt (completed, or unexpected) whose match value
+ * satisfies the mask. */
+static int find_matching(struct omx_list *q, struct any_arg *a)
 {
-	struct any_arg *a = arg;
 	struct omx_list *pos, *tmp;
-	omx_list_for_each_safe(pos, tmp, &ep->done) {
+	omx_list_for_each_safe(pos, tmp, q) {
 		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, done_elt);
 		if ((r->s.status.match_info & a->mask) == a->match) {
 			a->found = r;
@@ -224,6 +225,11 @@ static int cond_any_done(struct omx_endpoint *ep, void *arg)
 		}
 	}
 	return 0;
+}
+
+static int cond_any_done(struct omx_endpoint *ep, void *arg)
+{
+	return find_matching(&ep->done, arg);
 }
 
 static omx_return_t any_common(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,
@@ -290,16 +296,7 @@ omx_return_t omx_peek(omx_endpoint_t ep, omx_request_t *request, uint32_t *resul
 
 static int cond_unexp(struct omx_endpoint *ep, void *arg)
 {
-	struct any_arg *a = arg;
-	struct omx_list *pos, *tmp;
-	omx_list_for_each_safe(pos, tmp, &ep->unexp) {
-		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, done_elt);
-		if ((r->s.status.match_info & a->mask) == a->match) {
-			a->found = r;
-			return 1;
-		}
-	}
-	return 0;
+	return find_matching(&ep->unexp, arg);
 }
 
 static omx_return_t probe_common(omx_endpoint_t ep, uint64_t match_info, uint64_t match_mask, omx_status_t *status,

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# check_install.sh BUILD_DIR - `cmake --install` into a temporary prefix lays out what HPC users
-# expect, and an MX program builds from it with pkg-config and runs against it.
+# check_install.sh BUILD_DIR [SANITIZER] - `cmake --install` into a temporary prefix lays out
+# what HPC users expect, and an MX program builds from it with pkg-config and runs against it
+# (built with the same sanitizer as the library, which needs its runtime first).
 set -u
 build=$1
+case "${2:-}" in
+	address) san=(-fsanitize=address,undefined) ;;
+	thread) san=(-fsanitize=thread) ;;
+	*) san=() ;;
+esac
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   - $*"; }
 ko() { fail=$((fail + 1)); echo "FAIL - $*"; }
@@ -28,7 +34,7 @@ int main(void)
 }
 C
 flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs myriexpress)
-if cc "$prefix/app.c" $flags -o "$prefix/app" && LD_LIBRARY_PATH="$prefix/lib" "$prefix/app" >/dev/null; then
+if cc "${san[@]}" "$prefix/app.c" $flags -o "$prefix/app" && LD_LIBRARY_PATH="$prefix/lib" "$prefix/app" >/dev/null; then
 	ok "MX program built with pkg-config myriexpress runs against the installed library"
 else
 	ko "MX program via pkg-config"

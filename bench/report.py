@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""report.py - turn a bench/run.sh result directory into report.md, summary.csv and PNG plots.
+
+    python3 bench/report.py bench/results/<timestamp>
+
+Reads results.csv (one row per client measurement), cpu.csv (CPU time of both processes per
+invocation) and meta.txt. Every figure is the median over the runs, with min and max; every
+ratio is omx / baseline computed on medians of the same run set. Targets (issue 6) are checked
+and, when missed, by how much.
+"""
+import csv
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+TRANSPORTS = ["omx", "tcp", "udp", "raw"]
+MODES = ["busy", "block"]
+COLORS = {"omx": "tab:red", "tcp": "tab:blue", "udp": "tab:green", "raw": "tab:gray"}
+
+
+def human(n):
+    n = int(n)
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def fmt(x, digits=None):
+    if x is None:
+        return "–"
+    if digits is None:
+        digits = 2 if abs(x) < 100 else (1 if abs(x) < 1000 else 0)
+    return f"{x:.{digits}f}"
+
+
+def stats(vals):
+    if not vals:
+        return None
+    return (min(vals), statistics.median(vals), max(vals))
+
+
+def load(outdir):
+    lat = defaultdict(list)  # (mtu, t, mode, pattern, len) -> [latency_us]
+    bw = defaultdict(list)
+    with open(os.path.join(outdir, "results.csv")) as f:
+        for r in csv.DictReader(f):
+            k = (int(r["mtu"]), r["transport"], r["mode"], r["pattern"], int(r["length"]))
+            lat[k].append(float(r["latency_us"]))
+            bw[k].append(float(r["bandwidth_MBps"]))
+    cpu = defaultdict(dict)  # (mtu, t, mode, pattern) -> {run: (bytes, cpu_s, wall_s)}
+    other = defaultdict(list)  # mtu -> CPUs busy outside the two processes, per invocation
+    path = os.path.join(outdir, "cpu.csv")
+    if os.path.exists(path):
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                c = sum(float(r[k]) for k in ("client_user_s", "client_sys_s", "server_user_s", "server_sys_s"))
+                cpu[(int(r["mtu"]), r["transport"], r["mode"], r["pattern"])][int(r["run"])] = (
+                    int(r["bytes"]), c, float(r["wall_s"]))
+                if r.get("machine_busy_s") and float(r["wall_s"]) > 0:
+                    other[int(r["mtu"])].append((float(r["machine_busy_s"]) - c) / float(r["wall_s"]))
+    return lat, bw, cpu, other
+
+
+def med(d, k):
+    s = stats(d.get(k, []))
+    return s[1] if s else None
+
+
+def cell(d, k, digits=None):
+    s = stats(d.get(k, []))
+    if not s:
+        return "–"
+    if s[0] == s[2]:
+        return fmt(s[1], digits)
+    return f"{fmt(s[1], digits)} ({fmt(s[0], digits)}–{fmt(s[2], digits)})"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def rfmt(x):
+    return "–" if x is None else f"{x:.2f}"
+
+
+def cpu_per_byte(cpu, k):
+    """Bytes per CPU-second from the N and N/10 runs of each run (slope), and from N alone."""
+    big, small = cpu.get(k[:3] + ("cpu",), {}), cpu.get(k[:3] + ("cpu0",), {})
+    slopes, whole = [], []
+    for run, (b, c, _w) in big.items():
+        if c > 0:
+            whole.append(b / c)
+        if run in small:
+            b0, c0, _ = small[run]
+            if b > b0 and c > c0:
+                slopes.append((b - b0) / (c - c0))
+    return stats(slopes), stats(whole)
+
+
+def verdict(value, target, le):
+    """'met' or 'missed by X%' for value <= target (le) or value >= target."""
+    if value is None:
+        return "no data"
+    if (value <= target) if le else (value >= target):
+        return "**met**"
+    miss = (value / target - 1) if le else (1 - value / target)
+    return f"**missed** by {miss * 100:.0f}% of the target"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: report.py RESULT_DIR")
+    outdir = sys.argv[1]
+    lat, bw, cpu, other = load(outdir)
+    mtus = sorted({k[0] for k in lat})
+    lengths = defaultdict(set)  # (mtu, pattern) -> lengths
+    for k in lat:
+        lengths[(k[0], k[3])].add(k[4])
+    meta = open(os.path.join(outdir, "meta.txt")).read() if os.path.exists(os.path.join(outdir, "meta.txt")) else ""
+    fails = []
+    fp = os.path.join(outdir, "failures.txt")
+    if os.path.exists(fp):
+        fails = [line.rstrip() for line in open(fp) if line.strip()]
+    nruns = len({r for v in cpu.values() for r in v}) or 1
+
+    # summary.csv: medians, min, max
+    with open(os.path.join(outdir, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["mtu", "transport", "mode", "pattern", "length", "runs", "latency_us_median",
+                    "latency_us_min", "latency_us_max", "bandwidth_MBps_median", "bandwidth_MBps_min",
+                    "bandwidth_MBps_max"])
+        for k in sorted(lat):
+            sl, sb = stats(lat[k]), stats(bw[k])
+            w.writerow(list(k) + [len(lat[k]), sl[1], sl[0], sl[2], sb[1], sb[0], sb[2]])
+
+    md = []
+    md.append("# omx benchmark report\n")
+    md.append("```\n" + meta.strip() + "\n```\n")
+    md.append(f"Two network namespaces joined by veth, server pinned to CPU 1, client to CPU 0. "
+              f"Figures: median over {nruns} run(s) with (min–max) when they differ; ratios are omx / "
+              "baseline on the medians. *busy*: both sides spin (omx_test polling; MSG_DONTWAIT for the "
+              "sockets); *block*: both sides sleep in the kernel (omx_perf -w with OMX_SPIN_US=0; "
+              "blocking recv). Ping-pong latency is half a round trip; ping-pong bandwidth is 2·L per round "
+              "trip; *stream* is omx_perf -U (the answer is empty: L per round trip, the next message "
+              "leaves after the previous one's answer). TCP carries 0-byte messages as 1 byte. UDP and "
+              "raw split messages into datagrams/frames (no retransmission) and stop at 256 KiB.\n")
+    if other:
+        md.append("Machine CPU time outside the two benchmark processes (other processes, plus softirq "
+                  "work not charged to them), in CPUs averaged over each invocation: " +
+                  "; ".join(f"MTU {m}: median {statistics.median(v):.2f}, max {max(v):.2f}"
+                            for m, v in sorted(other.items())) +
+                  ". Much above ~0.2 means something else competed for the 2 CPUs and busy-polling "
+                  "figures are unreliable.\n")
+    if fails:
+        md.append(f"**{len(fails)} invocation(s) failed** (their points are missing):\n")
+        md.append("```\n" + "\n".join(fails[:30]) + "\n```\n")
+
+    # ---- targets ----
+    tgt = []
+    small = lambda m: sorted(x for x in lengths[(m, "pingpong")] if x <= 64)
+    for m in mtus:
+        for base, lim in (("tcp", 0.5), ("raw", 1.3)):
+            rs = [(ratio(med(lat, (m, "omx", "busy", "pingpong", L)), med(lat, (m, base, "busy", "pingpong", L))), L)
+                  for L in small(m)]
+            rs = [(r, L) for r, L in rs if r is not None]
+            if rs:
+                worst = max(rs)
+                tgt.append((f"0–64 B busy latency omx/{base} ≤ {lim}", m,
+                            f"{min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])})", verdict(worst[0], lim, True)))
+        rs = [(ratio(med(lat, (m, "omx", "block", "pingpong", L)), med(lat, (m, "tcp", "block", "pingpong", L))), L)
+              for L in small(m)]
+        rs = [(r, L) for r, L in rs if r is not None]
+        if rs:
+            worst = max(rs)
+            tgt.append(("0–64 B blocking latency omx/tcp ≤ 0.7", m,
+                        f"{min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])})", verdict(worst[0], 0.7, True)))
+    for m, lim in ((9000, 1.0), (65535, 1.3)):
+        if m not in mtus:
+            continue
+        for pat in ("stream", "pingpong"):
+            for mode in MODES:
+                r = ratio(med(bw, (m, "omx", mode, pat, 4 << 20)), med(bw, (m, "tcp", mode, pat, 4 << 20)))
+                if r is not None:
+                    tgt.append((f"4 MiB {pat} throughput omx/tcp ≥ {lim} ({mode})", m, f"{r:.2f}",
+                                verdict(r, lim, False)))
+    for m in mtus:
+        for mode in MODES:
+            rs = [(ratio(med(lat, (m, "omx", mode, "pingpong", L)), med(lat, (m, "tcp", mode, "pingpong", L))), L)
+                  for L in sorted(lengths[(m, "pingpong")]) if 4096 <= L <= 262144]
+            rs = [(r, L) for r, L in rs if r is not None]
+            if rs:
+                worst = max(rs)
+                bad = [human(L) for r, L in rs if r > 1.1]
+                tgt.append((f"4 KiB–256 KiB ping-pong time omx/tcp ≤ 1.1 ({mode})", m,
+                            f"{min(rs)[0]:.2f}–{worst[0]:.2f}; over 1.1 at: {', '.join(bad) or 'none'}",
+                            verdict(worst[0], 1.1, True)))
+    for m in mtus:
+        for mode in MODES:
+            o, _ = cpu_per_byte(cpu, (m, "omx", mode))
+            t, _ = cpu_per_byte(cpu, (m, "tcp", mode))
+            if o and t:
+                r = o[1] / t[1]
+                tgt.append((f"4 MiB stream bytes per CPU-second omx/tcp ≥ 1.5 ({mode})", m, f"{r:.2f}",
+                            verdict(r, 1.5, False)))
+    md.append("## Targets (issue 6), ratios measured in this run\n")
+    md.append("| target | MTU | omx / baseline | verdict |\n|---|---:|---|---|")
+    for name, m, val, v in tgt:
+        md.append(f"| {name} | {m} | {val} | {v} |")
+    md.append("\n\"Missed by X%\": how far the ratio is from the target, relative to the target.\n")
+
+    # ---- per-MTU tables ----
+    for m in mtus:
+        md.append(f"## MTU {m}\n")
+        for mode in MODES:
+            md.append(f"### Ping-pong half round trip, µs ({mode})\n")
+            hdr = "| length | " + " | ".join(TRANSPORTS) + " | omx/tcp | omx/udp | omx/raw |"
+            md.append(hdr + "\n|---:|" + "---|" * len(TRANSPORTS) + "---:|---:|---:|")
+            for L in sorted(lengths[(m, "pingpong")]):
+                o = med(lat, (m, "omx", mode, "pingpong", L))
+                row = [cell(lat, (m, t, mode, "pingpong", L)) for t in TRANSPORTS]
+                rr = [rfmt(ratio(o, med(lat, (m, b, mode, "pingpong", L)))) for b in ("tcp", "udp", "raw")]
+                md.append(f"| {human(L)} | " + " | ".join(row) + " | " + " | ".join(rr) + " |")
+            md.append("")
+        for pat in ("pingpong", "stream"):
+            md.append(f"### {'Ping-pong' if pat == 'pingpong' else 'Streaming (-U)'} throughput, MB/s\n")
+            cols = [(t, mode) for mode in MODES for t in (TRANSPORTS if pat == "pingpong" else ["omx", "tcp"])]
+            md.append("| length | " + " | ".join(f"{t} {mode}" for t, mode in cols) +
+                      " | omx/tcp busy | omx/tcp block |")
+            md.append("|---:|" + "---|" * len(cols) + "---:|---:|")
+            for L in sorted(lengths[(m, pat)]):
+                if L < 4096:
+                    continue
+                row = [cell(bw, (m, t, mode, pat, L), 0) for t, mode in cols]
+                rr = [rfmt(ratio(med(bw, (m, "omx", mode, pat, L)), med(bw, (m, "tcp", mode, pat, L)))) for mode in MODES]
+                md.append(f"| {human(L)} | " + " | ".join(row) + " | " + " | ".join(rr) + " |")
+            md.append("")
+        md.append("### CPU time per byte, streaming 4 MiB messages (user+system of both processes)\n")
+        md.append("| transport | mode | MB per CPU-second (slope N vs N/10) | µs CPU per MiB | whole N run incl. start-up, MB/CPU-s |")
+        md.append("|---|---|---|---:|---|")
+        for mode in MODES:
+            for t in ("omx", "tcp"):
+                s, wh = cpu_per_byte(cpu, (m, t, mode))
+                if not s and not wh:
+                    continue
+                sc = "–" if not s else f"{s[1] / 1e6:.0f} ({s[0] / 1e6:.0f}–{s[2] / 1e6:.0f})"
+                us = "–" if not s else f"{1e6 * (1 << 20) / s[1]:.0f}"
+                wc = "–" if not wh else f"{wh[1] / 1e6:.0f} ({wh[0] / 1e6:.0f}–{wh[2] / 1e6:.0f})"
+                md.append(f"| {t} | {mode} | {sc} | {us} | {wc} |")
+        md.append("")
+        md.append(f"![latency MTU {m}](latency_mtu{m}.png)\n![bandwidth MTU {m}](bandwidth_mtu{m}.png)\n")
+
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+    # ---- plots ----
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: matplotlib missing (apt-get install -y python3-matplotlib): no plots", file=sys.stderr)
+        return
+    for m in mtus:
+        fig, ax = plt.subplots(figsize=(8, 5.5))
+        for t in TRANSPORTS:
+            for mode, ls in (("busy", "-"), ("block", "--")):
+                pts = [(max(L, 0.5), stats(lat[(m, t, mode, "pingpong", L)])) for L in sorted(lengths[(m, "pingpong")])
+                       if (m, t, mode, "pingpong", L) in lat]
+                if not pts:
+                    continue
+                xs = [p[0] for p in pts]
+                ax.plot(xs, [p[1][1] for p in pts], ls, marker="o", ms=3, color=COLORS[t], label=f"{t} {mode}")
+                ax.fill_between(xs, [p[1][0] for p in pts], [p[1][2] for p in pts], color=COLORS[t], alpha=0.15)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message length (bytes; 0 B drawn at 0.5)")
+        ax.set_ylabel("half round trip (µs)")
+        ax.set_title(f"Ping-pong latency, veth MTU {m} (median, min–max band)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, ncol=2)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, f"latency_mtu{m}.png"), dpi=110)
+        plt.close(fig)
+
+        fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), sharey=True)
+        for ax, pat in zip(axes, ("pingpong", "stream")):
+            for t in TRANSPORTS:
+                for mode, ls in (("busy", "-"), ("block", "--")):
+                    pts = [(L, stats(bw[(m, t, mode, pat, L)])) for L in sorted(lengths[(m, pat)])
+                           if L >= 64 and (m, t, mode, pat, L) in bw]
+                    if not pts:
+                        continue
+                    xs = [p[0] for p in pts]
+                    ax.plot(xs, [p[1][1] for p in pts], ls, marker="o", ms=3, color=COLORS[t], label=f"{t} {mode}")
+                    ax.fill_between(xs, [p[1][0] for p in pts], [p[1][2] for p in pts], color=COLORS[t], alpha=0.12)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("message length (bytes)")
+            ax.set_title(f"{'ping-pong (2·L per round trip)' if pat == 'pingpong' else 'stream, -U (L per round trip)'}, MTU {m}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8, ncol=2)
+        axes[0].set_ylabel("MB/s (median, min–max band)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, f"bandwidth_mtu{m}.png"), dpi=110)
+        plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()

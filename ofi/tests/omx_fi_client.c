@@ -1,0 +1,507 @@
+/*
+ * omx_fi_client.c - libfabric-only test client for the "omx" provider (libomx-fi.so).
+ *
+ *   omx_fi_client getinfo                 fi_getinfo checks only (no peer needed)
+ *   omx_fi_client a|b DIR [map|table]     two peers (two hosts): names are exchanged through
+ *                                         DIR/name.a and DIR/name.b, then both run the checks
+ * Prints "ok - ..." per check; exits 0 only if every check passed.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#define TAG_BAR 0x7e00000000000001ULL
+#define CHECK(c, ...)                                                                                            \
+	do {                                                                                                     \
+		if (c) {                                                                                         \
+			printf("ok - " __VA_ARGS__);                                                             \
+			printf("\n");                                                                            \
+		} else {                                                                                         \
+			printf("FAIL - " __VA_ARGS__);                                                           \
+			printf(" (%s:%d)\n", __FILE__, __LINE__);                                                \
+			fails++;                                                                                 \
+		}                                                                                                \
+	} while (0)
+#define DIE(...)                                                                                                 \
+	do {                                                                                                     \
+		fprintf(stderr, "omx_fi_client: " __VA_ARGS__);                                                  \
+		fprintf(stderr, "\n");                                                                           \
+		exit(1);                                                                                         \
+	} while (0)
+
+struct op {
+	struct fi_context fc; /* first: FI_CLAIM uses it */
+	int done, err;
+	size_t len, olen;
+	uint64_t tag, flags;
+	fi_addr_t src;
+};
+
+static int fails;
+static struct fid_fabric *fab;
+static struct fid_domain *dom;
+static struct fid_ep *ep;
+static struct fid_av *av;
+static struct fid_cq *cq;
+static fi_addr_t peer, self;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void poll_cq(void)
+{
+	struct fi_cq_tagged_entry e[8];
+	fi_addr_t src[8];
+	ssize_t n = fi_cq_readfrom(cq, e, 8, src);
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry ee;
+		memset(&ee, 0, sizeof(ee));
+		if (fi_cq_readerr(cq, &ee, 0) == 1 && ee.op_context) {
+			struct op *o = ee.op_context;
+			o->done = 1;
+			o->err = ee.err;
+			o->len = ee.len;
+			o->olen = ee.olen;
+			o->tag = ee.tag;
+			o->flags = ee.flags;
+		}
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		struct op *o = e[i].op_context;
+		if (!o)
+			continue;
+		o->done = 1;
+		o->err = 0;
+		o->len = e[i].len;
+		o->tag = e[i].tag;
+		o->flags = e[i].flags;
+		o->src = src[i];
+	}
+}
+
+static int wait_op(struct op *o, double secs)
+{
+	double end = now() + secs;
+	while (!o->done && now() < end)
+		poll_cq();
+	return o->done;
+}
+
+static void fill(uint8_t *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+}
+
+static int verify(const uint8_t *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (uint8_t)((i * 131 + seed * 7 + (i >> 8)) & 0xff))
+			return 0;
+	return 1;
+}
+
+static ssize_t retry(ssize_t r)
+{
+	return r;
+}
+
+static void tsend_wait(const void *buf, size_t len, fi_addr_t to, uint64_t tag)
+{
+	struct op o = {0};
+	ssize_t r = retry(fi_tsend(ep, buf, len, NULL, to, tag, &o));
+	if (r)
+		DIE("fi_tsend: %s", fi_strerror((int)-r));
+	if (!wait_op(&o, 60) || o.err)
+		DIE("send tag %" PRIx64 " did not complete (err %d)", tag, o.err);
+}
+
+static void barrier(void)
+{
+	static char junk[8];
+	struct op r = {0};
+	if (fi_trecv(ep, junk, sizeof(junk), NULL, peer, TAG_BAR, 0, &r))
+		DIE("barrier recv");
+	tsend_wait("bar", 3, peer, TAG_BAR);
+	if (!wait_op(&r, 60))
+		DIE("barrier timed out");
+}
+
+static int getinfo_rc(uint64_t caps, enum fi_ep_type type, enum fi_progress prog, size_t cq_data, uint64_t tagfmt)
+{
+	struct fi_info *h = fi_allocinfo(), *info = NULL;
+	h->caps = caps;
+	h->ep_attr->type = type;
+	h->ep_attr->mem_tag_format = tagfmt;
+	h->domain_attr->data_progress = prog;
+	h->domain_attr->cq_data_size = cq_data;
+	h->fabric_attr->prov_name = strdup("omx");
+	int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	if (info)
+		fi_freeinfo(info);
+	fi_freeinfo(h);
+	return rc;
+}
+
+static void getinfo_checks(void)
+{
+	CHECK(getinfo_rc(FI_TAGGED, FI_EP_RDM, FI_PROGRESS_MANUAL, 0, 0) == 0, "getinfo FI_TAGGED RDM manual");
+	CHECK(getinfo_rc(FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == 0,
+	      "getinfo TAGGED|MSG|DIRECTED_RECV|SOURCE");
+	CHECK(getinfo_rc(FI_TAGGED, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, ~0ULL) == 0, "getinfo 64-bit tags (no FI_MSG)");
+	CHECK(getinfo_rc(FI_TAGGED | FI_MSG, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, ~0ULL) == -FI_ENODATA,
+	      "getinfo 64-bit tags with FI_MSG -> ENODATA");
+	CHECK(getinfo_rc(FI_TAGGED | FI_RMA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA, "FI_RMA -> ENODATA");
+	CHECK(getinfo_rc(FI_TAGGED | FI_REMOTE_CQ_DATA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA,
+	      "FI_REMOTE_CQ_DATA -> ENODATA");
+	CHECK(getinfo_rc(FI_TAGGED | FI_ATOMIC, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA,
+	      "FI_ATOMIC -> ENODATA");
+	CHECK(getinfo_rc(FI_MSG, FI_EP_MSG, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA, "FI_EP_MSG -> ENODATA");
+	CHECK(getinfo_rc(FI_MSG, FI_EP_DGRAM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA, "FI_EP_DGRAM -> ENODATA");
+	CHECK(getinfo_rc(FI_TAGGED, FI_EP_RDM, FI_PROGRESS_AUTO, 0, 0) == -FI_ENODATA, "FI_PROGRESS_AUTO -> ENODATA");
+	CHECK(getinfo_rc(FI_TAGGED, FI_EP_RDM, FI_PROGRESS_UNSPEC, 8, 0) == -FI_ENODATA, "cq_data_size 8 -> ENODATA");
+}
+
+static void open_all(const char *avtype)
+{
+	struct fi_info *h = fi_allocinfo(), *info = NULL;
+	h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE;
+	h->ep_attr->type = FI_EP_RDM;
+	h->domain_attr->av_type = strcmp(avtype, "table") ? FI_AV_MAP : FI_AV_TABLE;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	h->fabric_attr->prov_name = strdup("omx");
+	int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	if (rc)
+		DIE("fi_getinfo: %s", fi_strerror(-rc));
+	CHECK(!strcmp(info->fabric_attr->prov_name, "omx") && info->ep_attr->type == FI_EP_RDM &&
+		      info->ep_attr->mem_tag_format == 0x7fffffffffffffffULL &&
+		      info->domain_attr->data_progress == FI_PROGRESS_MANUAL,
+	      "fi_getinfo returns the omx provider (%s), RDM, 63-bit tags, manual progress",
+	      info->domain_attr->name);
+	if ((rc = fi_fabric(info->fabric_attr, &fab, NULL)))
+		DIE("fi_fabric: %s", fi_strerror(-rc));
+	if ((rc = fi_domain(fab, info, &dom, NULL)))
+		DIE("fi_domain: %s", fi_strerror(-rc));
+	struct fi_av_attr aa = {.type = h->domain_attr->av_type};
+	if ((rc = fi_av_open(dom, &aa, &av, NULL)))
+		DIE("fi_av_open: %s", fi_strerror(-rc));
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+	if ((rc = fi_cq_open(dom, &ca, &cq, NULL)))
+		DIE("fi_cq_open: %s", fi_strerror(-rc));
+	if ((rc = fi_endpoint(dom, info, &ep, NULL)))
+		DIE("fi_endpoint: %s", fi_strerror(-rc));
+	if ((rc = fi_ep_bind(ep, &av->fid, 0)) || (rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)))
+		DIE("fi_ep_bind: %s", fi_strerror(-rc));
+	if ((rc = fi_enable(ep)))
+		DIE("fi_enable: %s", fi_strerror(-rc));
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+static void exchange(const char *role, const char *dir)
+{
+	char me[64], other[64], path[512], tmp[520];
+	size_t len = sizeof(me);
+	int rc = fi_getname(&ep->fid, me, &len);
+	CHECK(rc == 0 && len == 16, "fi_getname gives a 16-byte name");
+	snprintf(path, sizeof(path), "%s/name.%s", dir, role);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "wb");
+	if (!f || fwrite(me, 1, len, f) != len || fclose(f))
+		DIE("cannot write %s", tmp);
+	rename(tmp, path);
+	snprintf(path, sizeof(path), "%s/name.%s", dir, strcmp(role, "a") ? "a" : "b");
+	double end = now() + 60;
+	size_t got = 0;
+	while (now() < end) {
+		f = fopen(path, "rb");
+		if (f) {
+			got = fread(other, 1, sizeof(other), f);
+			fclose(f);
+			if (got == 16)
+				break;
+		}
+		usleep(20000);
+	}
+	if (got != 16)
+		DIE("no peer name in %s", path);
+	CHECK(fi_av_insert(av, other, 1, &peer, 0, NULL) == 1 && fi_av_insert(av, me, 1, &self, 0, NULL) == 1,
+	      "fi_av_insert of the peer and of self");
+	char s[80];
+	size_t sl = sizeof(s);
+	fi_av_straddr(av, other, s, &sl);
+	printf("# peer %s\n", s);
+}
+
+static const size_t sizes[] = {0, 1, 31, 33, 128, 200, 4000, 9000, 40000, 300000, 2u << 20};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/* a sends every size (tag 0x100+i); b receives, preposted or unexpected */
+static void sizes_round(int is_a, int preposted, uint64_t base)
+{
+	uint8_t *bufs[NSIZES];
+	struct op ops[NSIZES];
+	memset(ops, 0, sizeof(ops));
+	for (size_t i = 0; i < NSIZES; i++)
+		bufs[i] = calloc(1, sizes[i] + 1);
+	if (is_a) {
+		barrier();
+		for (size_t i = 0; i < NSIZES; i++) {
+			fill(bufs[i], sizes[i], base + i);
+			if (fi_tsend(ep, bufs[i], sizes[i], NULL, peer, base + i, &ops[i]))
+				DIE("tsend");
+		}
+		int ok = 1;
+		for (size_t i = 0; i < NSIZES; i++)
+			ok &= wait_op(&ops[i], 60) && !ops[i].err;
+		CHECK(ok, "%s: all %zu sends completed", preposted ? "preposted" : "unexpected", NSIZES);
+		barrier();
+	} else {
+		if (preposted)
+			for (size_t i = 0; i < NSIZES; i++)
+				fi_trecv(ep, bufs[i], sizes[i] + 1, NULL, FI_ADDR_UNSPEC, base + i, 0, &ops[i]);
+		barrier();
+		if (!preposted) {
+			/* let everything arrive first (tag matching against buffered messages) */
+			double end = now() + 1.0;
+			while (now() < end)
+				poll_cq();
+			for (size_t i = 0; i < NSIZES; i++)
+				fi_trecv(ep, bufs[i], sizes[i] + 1, NULL, FI_ADDR_UNSPEC, base + i, 0, &ops[i]);
+		}
+		int ok = 1;
+		for (size_t i = 0; i < NSIZES; i++) {
+			int good = wait_op(&ops[i], 60) && !ops[i].err && ops[i].len == sizes[i] &&
+				   ops[i].tag == base + i && (ops[i].flags & FI_TAGGED) && (ops[i].flags & FI_RECV) &&
+				   ops[i].src == peer && verify(bufs[i], sizes[i], base + i);
+			if (!good)
+				printf("# size %zu: done %d err %d len %zu tag %" PRIx64 " src %" PRIu64 "\n", sizes[i],
+				       ops[i].done, ops[i].err, ops[i].len, ops[i].tag, (uint64_t)ops[i].src);
+			ok &= good;
+		}
+		CHECK(ok, "%s: sizes 0..2MiB received intact, tag/len/flags/source right",
+		      preposted ? "preposted" : "unexpected");
+		barrier();
+	}
+	for (size_t i = 0; i < NSIZES; i++)
+		free(bufs[i]);
+}
+
+static void run_pair(int is_a)
+{
+	sizes_round(is_a, 1, 0x100);
+	sizes_round(is_a, 0, 0x200);
+
+	/* ignore mask + order of equal tags */
+	if (is_a) {
+		uint32_t v;
+		for (v = 1; v <= 3; v++)
+			tsend_wait(&v, 4, peer, 0x55a0 + v);
+		barrier();
+	} else {
+		uint32_t got[3] = {0};
+		struct op o[3];
+		memset(o, 0, sizeof(o));
+		for (int i = 0; i < 3; i++)
+			fi_trecv(ep, &got[i], 4, NULL, FI_ADDR_UNSPEC, 0x5500, 0xff, &o[i]);
+		int ok = 1;
+		for (int i = 0; i < 3; i++)
+			ok &= wait_op(&o[i], 30) && !o[i].err && got[i] == (uint32_t)(i + 1) &&
+			      o[i].tag == 0x55a0u + (uint32_t)i + 1;
+		CHECK(ok, "ignore mask matches, same-peer messages delivered in order, real tag reported");
+		barrier();
+	}
+
+	/* untagged vs tagged tag 0 */
+	if (is_a) {
+		barrier();
+		tsend_wait("T", 1, peer, 0);
+		struct op o = {0};
+		fi_send(ep, "M", 1, NULL, peer, &o);
+		CHECK(wait_op(&o, 30) && !o.err && (o.flags & FI_MSG) && (o.flags & FI_SEND), "fi_send completes");
+		barrier();
+	} else {
+		char m = 0, t = 0;
+		struct op om = {0}, ot = {0};
+		fi_recv(ep, &m, 1, NULL, FI_ADDR_UNSPEC, &om);
+		fi_trecv(ep, &t, 1, NULL, FI_ADDR_UNSPEC, 0, 0, &ot);
+		barrier();
+		CHECK(wait_op(&om, 30) && wait_op(&ot, 30) && m == 'M' && t == 'T' && (om.flags & FI_MSG) &&
+			      (ot.flags & FI_TAGGED),
+		      "untagged receive gets the untagged message, tag-0 receive the tagged one");
+		barrier();
+	}
+
+	/* directed receive: same tag from self and from the peer */
+	if (is_a) {
+		barrier();
+		tsend_wait("from-a", 7, peer, 9);
+		barrier();
+	} else {
+		char fs[8] = {0}, fp[8] = {0};
+		struct op os = {0}, op = {0};
+		fi_trecv(ep, fs, sizeof(fs), NULL, self, 9, 0, &os);
+		fi_trecv(ep, fp, sizeof(fp), NULL, peer, 9, 0, &op);
+		barrier();
+		CHECK(wait_op(&op, 30) && !strcmp(fp, "from-a") && op.src == peer,
+		      "directed receive (src = peer) gets the peer's message");
+		CHECK(!os.done, "directed receive (src = self) did not take the peer's message");
+		tsend_wait("from-b", 7, self, 9);
+		CHECK(wait_op(&os, 30) && !strcmp(fs, "from-b") && os.src == self, "send to self, directed receive");
+		barrier();
+	}
+
+	/* truncation */
+	if (is_a) {
+		static uint8_t big[1000];
+		barrier();
+		tsend_wait(big, sizeof(big), peer, 11);
+		barrier();
+	} else {
+		static uint8_t small[100];
+		struct op o = {0};
+		fi_trecv(ep, small, sizeof(small), NULL, FI_ADDR_UNSPEC, 11, 0, &o);
+		barrier();
+		CHECK(wait_op(&o, 30) && o.err == FI_ETRUNC && o.olen == 900 && o.len == 100,
+		      "truncated receive: FI_ETRUNC error entry, olen 900 (err %d olen %zu)", o.err, o.olen);
+		barrier();
+	}
+
+	/* peek / claim */
+	if (is_a) {
+		uint8_t b[200];
+		fill(b, sizeof(b), 12);
+		tsend_wait(b, sizeof(b), peer, 12);
+		barrier();
+	} else {
+		struct op p = {0};
+		struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 12, .context = &p};
+		double end = now() + 30;
+		do {
+			memset(&p, 0, sizeof(p));
+			fi_trecvmsg(ep, &m, FI_PEEK | FI_CLAIM);
+			wait_op(&p, 5);
+		} while (p.err == FI_ENOMSG && now() < end);
+		CHECK(p.done && !p.err && p.len == 200 && p.tag == 12, "FI_PEEK|FI_CLAIM finds the message");
+		uint8_t b[256] = {0};
+		struct iovec iov = {b, sizeof(b)};
+		m.msg_iov = &iov;
+		m.iov_count = 1;
+		p.done = 0;
+		CHECK(fi_trecvmsg(ep, &m, FI_CLAIM) == 0 && wait_op(&p, 30) && !p.err && p.len == 200 &&
+			      verify(b, 200, 12),
+		      "FI_CLAIM receives the claimed message");
+		barrier();
+	}
+
+	/* cancel + inject */
+	if (is_a) {
+		barrier();
+		CHECK(fi_tinject(ep, "injected", 9, peer, 14) == 0, "fi_tinject accepted");
+		CHECK(fi_tinject(ep, sizes, 4096, peer, 14) == -FI_EMSGSIZE, "fi_tinject above inject_size refused");
+		barrier();
+	} else {
+		char c[8];
+		struct op o = {0};
+		fi_trecv(ep, c, sizeof(c), NULL, FI_ADDR_UNSPEC, 13, 0, &o);
+		fi_cancel(&ep->fid, &o);
+		CHECK(wait_op(&o, 10) && o.err == FI_ECANCELED, "fi_cancel of a posted receive -> FI_ECANCELED");
+		char ib[16] = {0};
+		struct op oi = {0};
+		fi_trecv(ep, ib, sizeof(ib), NULL, FI_ADDR_UNSPEC, 14, 0, &oi);
+		barrier();
+		CHECK(wait_op(&oi, 30) && !strcmp(ib, "injected"), "injected message received");
+		barrier();
+	}
+
+	/* both directions at once: 500 messages each way, wildcard receives, order checked */
+	{
+		enum { N = 500, W = 32 };
+		static uint8_t sb[W][8192], rb[W][8192];
+		struct op so[W], ro[W];
+		memset(so, 0, sizeof(so));
+		memset(ro, 0, sizeof(ro));
+		int sbusy[W] = {0}, rbusy[W] = {0};
+		uint32_t sent = 0, got = 0, next = 0, bad = 0;
+		barrier();
+		double end = now() + 120;
+		while ((sent < N || got < N) && now() < end) {
+			poll_cq();
+			for (int i = 0; i < W; i++) {
+				if (sbusy[i] && so[i].done) {
+					sbusy[i] = 0;
+					bad += so[i].err != 0;
+				}
+				if (!sbusy[i] && sent < N) {
+					size_t len = 8 + (sent * 977) % 8000;
+					memcpy(sb[i], &sent, 4);
+					fill(sb[i] + 8, len - 8, sent);
+					memset(&so[i], 0, sizeof(so[i]));
+					if (fi_tsend(ep, sb[i], len, NULL, peer, 0x1000000 + sent, &so[i]) == 0) {
+						sbusy[i] = 1;
+						sent++;
+					}
+				}
+				if (rbusy[i] && ro[i].done) {
+					rbusy[i] = 0;
+					got++;
+					uint32_t seq;
+					memcpy(&seq, rb[i], 4);
+					if (ro[i].err || seq < next || !verify(rb[i] + 8, ro[i].len - 8, seq))
+						bad++;
+					next = seq + 1;
+				}
+				if (!rbusy[i] && got + (uint32_t)W <= N + (uint32_t)W) {
+					uint32_t posted = 0;
+					for (int k = 0; k < W; k++)
+						posted += (uint32_t)rbusy[k];
+					if (got + posted < N) {
+						memset(&ro[i], 0, sizeof(ro[i]));
+						fi_trecv(ep, rb[i], sizeof(rb[i]), NULL, peer, 0x1000000, 0xffffff, &ro[i]);
+						rbusy[i] = 1;
+					}
+				}
+			}
+		}
+		CHECK(sent == N && got == N && bad == 0, "bidirectional stream: %u sent, %u received, %u bad", sent,
+		      got, bad);
+		barrier();
+	}
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 2 && !strcmp(argv[1], "getinfo")) {
+		getinfo_checks();
+		printf("%s\n", fails ? "FAILED" : "PASSED");
+		return fails != 0;
+	}
+	if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b")))
+		DIE("usage: omx_fi_client getinfo | a|b DIR [map|table]");
+	getinfo_checks();
+	open_all(argc > 3 ? argv[3] : "map");
+	exchange(argv[1], argv[2]);
+	run_pair(!strcmp(argv[1], "a"));
+	CHECK(fi_close(&ep->fid) == 0 && fi_close(&cq->fid) == 0 && fi_close(&av->fid) == 0 &&
+		      fi_close(&dom->fid) == 0 && fi_close(&fab->fid) == 0,
+	      "close everything");
+	printf("%s\n", fails ? "FAILED" : "PASSED");
+	return fails != 0;
+}

@@ -344,6 +344,7 @@ struct omx_endpoint {
 	uint64_t last_app_ns;     /* last progression on behalf of the application */
 	/* blocking */
 	int poller_active;
+	uint64_t intr_gen;     /* bumped when OMX_WAITINTR and a signal interrupted the poller */
 	uint64_t wakeup_gen;
 	uint64_t completions; /* bumped at every completion; waiters compare */
 	int closing;

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -144,12 +146,15 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	ep->poller_active = 1;
 	pthread_mutex_unlock(&ep->lock);
 	int r = poll(fds, 2, ms);
+	int intr = r < 0 && errno == EINTR;
 	if (r > 0 && (fds[1].revents & POLLIN)) {
 		uint64_t v;
 		(void)!read(ep->event_fd, &v, sizeof(v));
 	}
 	pthread_mutex_lock(&ep->lock);
 	ep->poller_active = 0;
+	if (intr && omx__cfg.waitintr && !ep->poller_is_thread)
+		ep->intr_gen++; /* OMX_WAITINTR: the signal ends the waits (as if they timed out) */
 	pthread_cond_broadcast(&ep->cond);
 }
 
@@ -167,12 +172,12 @@ int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_
 	uint64_t start = omx_now_ns();
 	uint64_t deadline = timeout_ms == OMX_TIMEOUT_INFINITE ? UINT64_MAX : start + omx__ms_to_ns(timeout_ms);
 	uint64_t spin_end = start + (uint64_t)omx__cfg.spin_us * 1000u;
-	uint64_t wgen = ep->wakeup_gen;
+	uint64_t wgen = ep->wakeup_gen, igen = ep->intr_gen;
 
 	for (;;) {
 		if (cond(ep, arg))
 			return 1;
-		if (ep->wakeup_gen != wgen || ep->closing)
+		if (ep->wakeup_gen != wgen || ep->intr_gen != igen || ep->closing)
 			return 0;
 		uint64_t now = omx_now_ns();
 		if (now >= deadline)
@@ -413,6 +418,61 @@ static omx_return_t search_slot(struct omx_endpoint *ep, uint32_t board, uint32_
 	return busy ? OMX_BUSY : OMX_BOARD_NOT_FOUND;
 }
 
+/* OMX_PROCESS_BINDING (behaviour.md 10): "c0,c1,..." binds the opener of endpoint n to CPU c_n,
+ * "all:<cpu>" always to <cpu>, "file[:path]" reads "board <mac> ep <n> irq <irq> mask <hex>" lines
+ * (default /tmp/open-mx.bindings.dat, as written by omx_prepare_binding). */
+static void apply_binding(struct omx_endpoint *ep)
+{
+	const char *v = getenv("OMX_PROCESS_BINDING");
+	cpu_set_t set;
+	int have = 0;
+	if (!v || !*v)
+		return;
+	CPU_ZERO(&set);
+	if (!strncmp(v, "all:", 4)) {
+		CPU_SET(atoi(v + 4), &set);
+		have = 1;
+	} else if (!strncmp(v, "file", 4)) {
+		const char *path = v[4] == ':' ? v + 5 : "/tmp/open-mx.bindings.dat";
+		FILE *f = fopen(path, "r");
+		char line[256], mac[32];
+		unsigned e, irq;
+		unsigned long long mask;
+		const uint8_t *m = ep->board->iface.mac;
+		char want[32];
+		snprintf(want, sizeof(want), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+		while (f && !have && fgets(line, sizeof(line), f))
+			if (sscanf(line, "board %31s ep %u irq %u mask %llx", mac, &e, &irq, &mask) == 4 &&
+			    !strcasecmp(mac, want) && e == ep->endpoint_index) {
+				for (int c = 0; c < 64; c++)
+					if (mask >> c & 1)
+						CPU_SET(c, &set);
+				have = 1;
+			}
+		if (f)
+			fclose(f);
+		else
+			omx__warn("OMX_PROCESS_BINDING: cannot read %s\n", path);
+	} else {
+		unsigned idx = 0;
+		for (const char *p = v; *p; idx++) {
+			if (idx == ep->endpoint_index) {
+				CPU_SET(atoi(p), &set);
+				have = 1;
+				break;
+			}
+			p = strchr(p, ',');
+			if (!p)
+				break;
+			p++;
+		}
+	}
+	if (have && sched_setaffinity(0, sizeof(set), &set) < 0)
+		omx__warn("OMX_PROCESS_BINDING: cannot bind: %s\n", strerror(errno));
+	else if (have)
+		omx__verbose("endpoint %u: process bound as OMX_PROCESS_BINDING=%s says\n", ep->endpoint_index, v);
+}
+
 static omx_return_t endpoint_setup(struct omx_endpoint *ep)
 {
 	ep->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -469,6 +529,7 @@ omx_return_t omx_open_endpoint(uint32_t board_index, uint32_t endpoint_index, ui
 	pthread_mutex_lock(&ep->lock);
 	omx__progress(ep);
 	pthread_mutex_unlock(&ep->lock);
+	apply_binding(ep);
 	if (omx__cfg.progress_thread && omx__progress_thread_start(ep) != 0)
 		omx__warn("cannot start the progress thread of endpoint %u; progress only inside calls\n",
 			  ep->endpoint_index);

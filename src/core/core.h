@@ -302,6 +302,9 @@ struct omx_endpoint {
 	struct omx_board *board;
 	struct omx_wire_params wp;
 	struct omx_net *net;
+	struct omx_net *local;   /* same-host partners (net/local.c); NULL in tests over the hub */
+	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
+	unsigned local_nack_count;
 	int lock_fd;  /* flock'd file making the (board, endpoint) slot ours */
 	int event_fd; /* wakes a sleeping waiter: omx_wakeup, completions by other threads */
 	omx_error_handler_t handler; /* NULL = global */

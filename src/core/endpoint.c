@@ -58,6 +58,59 @@ static int slot_lock(struct omx_endpoint *ep)
 
 /* ---- transmission ---- */
 
+/* Is this MAC one of our boards (a same-host destination)? */
+static int is_local_mac(const uint8_t mac[6])
+{
+	for (uint32_t i = 0; i < omx__g.board_count; i++)
+		if (!memcmp(omx__g.boards[i].iface.mac, mac, 6))
+			return 1;
+	return 0;
+}
+
+/* A local send found no endpoint: queue the NACK its driver would have sent (wire.md 10). */
+static void local_refused(struct omx_endpoint *ep, const struct omx_pkt *pkt)
+{
+	struct omx_pkt n;
+	uint8_t dst;
+	memset(&n, 0, sizeof(n));
+	memcpy(n.dst_mac, ep->board->iface.mac, 6);
+	memcpy(n.src_mac, pkt->dst_mac, 6);
+	n.peer_index = OMX_PEER_INDEX_UNKNOWN; /* found by source MAC */
+	switch (pkt->ptype) {
+	case OMX_PT_PULL:
+		dst = pkt->u.pull.dst_endpoint;
+		n.ptype = OMX_PT_NACK_MCP;
+		n.u.nack_mcp.src_endpoint = pkt->u.pull.src_endpoint;
+		n.u.nack_mcp.src_pull_handle = pkt->u.pull.src_pull_handle;
+		n.u.nack_mcp.src_magic = pkt->u.pull.src_magic;
+		break;
+	case OMX_PT_CONNECT:
+	case OMX_PT_TINY:
+	case OMX_PT_SMALL:
+	case OMX_PT_MEDIUM:
+	case OMX_PT_RNDV:
+	case OMX_PT_NOTIFY:
+		dst = pkt->ptype == OMX_PT_NOTIFY ? pkt->u.notify.dst_endpoint : pkt->u.msg.dst_endpoint;
+		n.ptype = OMX_PT_NACK_LIB;
+		n.u.nack_lib.src_endpoint = dst;
+		n.u.nack_lib.dst_endpoint = (uint8_t)ep->endpoint_index;
+		n.u.nack_lib.dst_src_peer_index = pkt->peer_index;
+		n.u.nack_lib.lib_seqnum = pkt->ptype == OMX_PT_CONNECT ? 0 :
+					  pkt->ptype == OMX_PT_NOTIFY ? pkt->u.notify.lib_seqnum : pkt->u.msg.lib_seqnum;
+		break;
+	default:
+		return;
+	}
+	uint8_t type = dst >= omx__cfg.endpoint_max ? OMX_NACK_BAD_ENDPT : OMX_NACK_ENDPT_CLOSED;
+	if (n.ptype == OMX_PT_NACK_MCP)
+		n.u.nack_mcp.nack_type = type;
+	else
+		n.u.nack_lib.nack_type = type;
+	if (ep->local_nack_count < sizeof(ep->local_nacks) / sizeof(ep->local_nacks[0]) &&
+	    omx_wire_encode(&ep->wp, &n, ep->local_nacks[ep->local_nack_count], OMX_FRAME_MIN))
+		ep->local_nack_count++;
+}
+
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 {
 	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
@@ -67,7 +120,12 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 		return;
 	}
 	struct iovec iov = { ep->txbuf, n };
-	int r = ep->net->ops->send(ep->net, &iov, 1);
+	int local = ep->local && is_local_mac(pkt->dst_mac);
+	int r = (local ? ep->local : ep->net)->ops->send(local ? ep->local : ep->net, &iov, 1);
+	if (local && (r == -ECONNREFUSED || r == -ENOENT)) {
+		local_refused(ep, pkt);
+		return;
+	}
 	if (r < 0) {
 		/* Full transmit queue or transient error: retransmission recovers. */
 		omx__verbose("transmit failed: %s\n", strerror(-r));
@@ -95,8 +153,16 @@ void omx__progress(struct omx_endpoint *ep)
 	uint64_t c0 = ep->completions;
 	if (!ep->in_thread_progress)
 		ep->last_app_ns = omx_now_ns();
+	while (ep->local_nack_count) {
+		uint8_t f[OMX_FRAME_MIN];
+		memcpy(f, ep->local_nacks[--ep->local_nack_count], sizeof(f));
+		omx__recv_frame(ep, f, sizeof(f));
+	}
 	for (int i = 0; i < 16; i++)
 		if (ep->net->ops->recv_burst(ep->net, omx__recv_frame, ep, 64) < 64)
+			break;
+	for (int i = 0; ep->local && i < 16; i++)
+		if (ep->local->ops->recv_burst(ep->local, omx__recv_frame, ep, 64) < 64)
 			break;
 	uint64_t now = omx_now_ns();
 	omx__resend_due(ep, now);
@@ -142,10 +208,11 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	int ms = until == UINT64_MAX ? -1 : (until <= now ? 0 : (int)((until - now + 999999) / 1000000));
 	if (ms > 1000 || ms < 0)
 		ms = 1000; /* bounded: signals and changes of configuration are noticed */
-	struct pollfd fds[2] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 } };
+	struct pollfd fds[3] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
+				 { ep->local ? ep->local->fd : -1, POLLIN, 0 } };
 	ep->poller_active = 1;
 	pthread_mutex_unlock(&ep->lock);
-	int r = poll(fds, 2, ms);
+	int r = poll(fds, 3, ms);
 	int intr = r < 0 && errno == EINTR;
 	if (r > 0 && (fds[1].revents & POLLIN)) {
 		uint64_t v;
@@ -270,6 +337,8 @@ static void endpoint_free(struct omx_endpoint *ep)
 	free(ep->partners);
 	if (ep->net)
 		ep->net->ops->close(ep->net);
+	if (ep->local)
+		ep->local->ops->close(ep->local);
 	if (ep->event_fd >= 0)
 		close(ep->event_fd);
 	if (ep->lock_fd >= 0)
@@ -348,6 +417,12 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		if (err == -ENODEV)
 			return OMX_BOARD_NOT_FOUND;
 		return OMX_NO_SYSTEM_RESOURCES;
+	}
+	if (!hub) {
+		int lerr = 0;
+		ep->local = omx_net_local_open(ep->board->iface.mac, ep->board->iface.mtu, (uint8_t)ep->endpoint_index, &lerr);
+		if (!ep->local)
+			omx__warn("no same-host path for endpoint %u: %s\n", ep->endpoint_index, strerror(-lerr));
 	}
 	if (omx__cfg.fault_enabled) {
 		struct omx_fault_spec fs = omx__cfg.fault;

@@ -72,6 +72,11 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
  * truncated in the ring, since open. Only for handles returned by omx_net_packet_open. */
 uint64_t omx_net_packet_drops(struct omx_net *n);
 
+/* Same-host frames: a Unix datagram socket named after (board MAC, endpoint) in the abstract
+ * namespace of the network namespace. send() routes by the frame's destination MAC + endpoint;
+ * an endpoint nobody has open gives -ECONNREFUSED or -ENOENT. */
+struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t endpoint, int *err);
+
 /* NACK responder socket: frames for endpoints in open[] are no longer delivered to it. */
 int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, unsigned count);
 

@@ -8,7 +8,7 @@
  * and that messages from the peer arrive in send order (MX ordering). Ends with an issend
  * handshake so neither side leaves while the other still needs it.
  *
- *   omx_stress -d peerhost:0 [-e ep] [-n count] [-m maxlen] [-w window] [-s seed] [-t threads]
+ *   omx_stress -d peerhost:0 [-e ep] [-r peer_ep] [-n count] [-m maxlen] [-w window] [-s seed] [-t threads]
  * Exit 0 only if every message arrived intact and in order.
  */
 #include <inttypes.h>
@@ -96,10 +96,12 @@ int main(int argc, char **argv)
 	unsigned nlist = 0;
 	uint64_t seed = 1;
 	int c;
-	while ((c = getopt(argc, argv, "d:e:n:m:l:z:w:s:h")) != -1) {
+	uint32_t peer_ep = 0;
+	while ((c = getopt(argc, argv, "d:e:r:n:m:l:z:w:s:h")) != -1) {
 		switch (c) {
 		case 'd': peer = optarg; break;
 		case 'e': my_ep = (uint32_t)atoi(optarg); break;
+		case 'r': peer_ep = (uint32_t)atoi(optarg); break;
 		case 'n': count = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'm': maxlen = strtoul(optarg, NULL, 0); break;
 		case 'l': minlen = strtoul(optarg, NULL, 0); break;
@@ -129,9 +131,6 @@ int main(int argc, char **argv)
 		die("open endpoint", r);
 	char host[80];
 	snprintf(host, sizeof(host), "%s", peer);
-	char *colon = strrchr(host, ':');
-	uint32_t peer_ep = 0;
-	(void)colon;
 	uint64_t nic;
 	if ((r = omx_hostname_to_nic_id(host, &nic)))
 		die("hostname lookup", r);
@@ -140,8 +139,9 @@ int main(int argc, char **argv)
 		r = omx_connect(ep, nic, peer_ep, 0x5EED, 1000, &addr);
 		if (r == OMX_SUCCESS)
 			break;
-		if (tries > 60)
+		if (tries > 300)
 			die("connect", r);
+		usleep(100000); /* the peer may not have opened its endpoint yet ("closed") */
 	}
 
 	struct slot *ss = calloc(window, sizeof(*ss)), *rs = calloc(window, sizeof(*rs));

@@ -104,6 +104,9 @@ _omx_ns_create() {
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
 	ip -n "$ns" link set lo up
+	# Same-host endpoints exchange frames over Unix datagram sockets, whose per-socket queue
+	# holds max_dgram_qlen datagrams (10 by default): room for a window (docs/tuning.md).
+	ip netns exec "$ns" sysctl -qw net.unix.max_dgram_qlen=1024 2>/dev/null || true
 }
 
 _omx_if_prepare() {

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# test_same_host.sh - endpoints of one host (one network namespace, one board) talk to each other
+# through the same-host path (Unix datagram sockets carrying the same frames), at the same time
+# as a remote partner over veth; a closed same-host endpoint is NACKed at once.
+set -u
+source "$(dirname "$0")/lib/netns.sh"
+source "$(dirname "$0")/lib/omx.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; echo "0 passed, 0 failed"; exit 0; }
+S=$OMX_BUILD/tests/omx_stress
+P=$OMX_BUILD/tests/omx_faultprog
+N=$(omx_scale 3000)
+omx_netns_setup 2 9000 || { ko "namespace setup"; finish; }
+mkdir -p "$TMP/lock0" "$TMP/lock1"
+omx_netns_peers_file "$TMP/peers"
+H0=${OMX_HOSTNAME[0]}:0
+H1=${OMX_HOSTNAME[1]}:0
+run0() { omx_host_exec 0 env $(omx_env 0) "$@"; }
+run1() { omx_host_exec 1 env $(omx_env 1) "$@"; }
+# same-host pair (host 0 endpoints 0 <-> 1) and a remote pair (host 0 endpoint 2 <-> host 1 endpoint 0)
+run0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -n "$N" -m 1048576 -s 1 >"$TMP/l0.log" 2>&1 &
+A=$!
+run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -n "$N" -m 1048576 -s 2 >"$TMP/l1.log" 2>&1 &
+B=$!
+run0 timeout 600 "$S" -d "$H1" -e 2 -r 0 -n "$N" -m 262144 -s 3 >"$TMP/r0.log" 2>&1 &
+C=$!
+run1 timeout 600 "$S" -d "$H0" -e 0 -r 2 -n "$N" -m 262144 -s 4 >"$TMP/r1.log" 2>&1
+D=$?
+wait $A; A=$?
+wait $B; B=$?
+wait $C; C=$?
+for f in l0 l1 r0 r1; do tail -n 1 "$TMP/$f.log" | sed "s/^/  [$f] /"; done
+check "same-host pair: $N messages each way up to 1 MiB, intact and in order" test "$A$B" = 00
+check "remote pair on the same board at the same time" test "$C$D" = 00
+out=$(run0 timeout 30 "$P" connect "$H0" 9 -t 5000)
+check "connect to a closed same-host endpoint: NACKed at once ($out)" grep -q "Remote Endpoint is Closed" <<<"$out"
+finish

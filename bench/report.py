@@ -41,40 +41,63 @@ def stats(vals):
     return (min(vals), statistics.median(vals), max(vals))
 
 
+DISTURBED_CPUS = 0.35  # other work above this (CPUs, over an invocation) marks it disturbed
+
+
 def load(outdir):
-    lat = defaultdict(list)  # (mtu, t, mode, pattern, len) -> [latency_us]
-    bw = defaultdict(list)
-    with open(os.path.join(outdir, "results.csv")) as f:
-        for r in csv.DictReader(f):
-            k = (int(r["mtu"]), r["transport"], r["mode"], r["pattern"], int(r["length"]))
-            lat[k].append(float(r["latency_us"]))
-            bw[k].append(float(r["bandwidth_MBps"]))
-    cpu = defaultdict(dict)  # (mtu, t, mode, pattern) -> {run: (bytes, cpu_s, wall_s)}
-    other = defaultdict(list)  # mtu -> CPUs busy outside the two processes, per invocation
+    """Returns lat, bw: key -> [(value, disturbed)], cpu: key -> {run: (bytes, cpu_s, wall_s, disturbed)},
+    other: mtu -> [CPUs used outside the two processes, per invocation]."""
+    cpu = defaultdict(dict)
+    other = defaultdict(list)
+    inv = defaultdict(list)  # (run, mtu, t, mode, pattern) -> [(start, end, disturbed)]
     path = os.path.join(outdir, "cpu.csv")
     if os.path.exists(path):
         with open(path) as f:
             for r in csv.DictReader(f):
                 c = sum(float(r[k]) for k in ("client_user_s", "client_sys_s", "server_user_s", "server_sys_s"))
-                cpu[(int(r["mtu"]), r["transport"], r["mode"], r["pattern"])][int(r["run"])] = (
-                    int(r["bytes"]), c, float(r["wall_s"]))
-                if r.get("machine_busy_s") and float(r["wall_s"]) > 0:
-                    other[int(r["mtu"])].append((float(r["machine_busy_s"]) - c) / float(r["wall_s"]))
+                wall = float(r["wall_s"])
+                o = (float(r["machine_busy_s"]) - c) / wall if r.get("machine_busy_s") and wall > 0 else 0.0
+                dist = o > DISTURBED_CPUS
+                other[int(r["mtu"])].append(o)
+                key = (int(r["run"]), int(r["mtu"]), r["transport"], r["mode"], r["pattern"])
+                inv[key].append((int(r["start"]), int(r["end"]), dist))
+                cpu[key[1:]][key[0]] = (int(r["bytes"]), c, wall, dist)
+    lat = defaultdict(list)  # (mtu, t, mode, pattern, len) -> [(latency_us, disturbed)]
+    bw = defaultdict(list)
+    with open(os.path.join(outdir, "results.csv")) as f:
+        for r in csv.DictReader(f):
+            L = int(r["length"])
+            ikey = (int(r["run"]), int(r["mtu"]), r["transport"], r["mode"], r["pattern"])
+            dist = any(d for s0, e0, d in inv.get(ikey, []) if s0 <= L < e0)
+            k = ikey[1:] + (L,)
+            lat[k].append((float(r["latency_us"]), dist))
+            bw[k].append((float(r["bandwidth_MBps"]), dist))
     return lat, bw, cpu, other
 
 
+def pick(pairs):
+    """Values of the undisturbed runs if there is any, else all of them."""
+    clean = [v for v, d in pairs if not d]
+    return clean if clean else [v for v, _ in pairs]
+
+
+def all_disturbed(pairs):
+    return bool(pairs) and all(d for _, d in pairs)
+
+
 def med(d, k):
-    s = stats(d.get(k, []))
+    s = stats(pick(d.get(k, [])))
     return s[1] if s else None
 
 
 def cell(d, k, digits=None):
-    s = stats(d.get(k, []))
+    s = stats(pick(d.get(k, [])))
     if not s:
         return "–"
+    mark = "†" if all_disturbed(d.get(k, [])) else ""
     if s[0] == s[2]:
-        return fmt(s[1], digits)
-    return f"{fmt(s[1], digits)} ({fmt(s[0], digits)}–{fmt(s[2], digits)})"
+        return fmt(s[1], digits) + mark
+    return f"{fmt(s[1], digits)} ({fmt(s[0], digits)}–{fmt(s[2], digits)}){mark}"
 
 
 def ratio(a, b):
@@ -91,14 +114,14 @@ def cpu_per_byte(cpu, k):
     """Bytes per CPU-second from the N and N/10 runs of each run (slope), and from N alone."""
     big, small = cpu.get(k[:3] + ("cpu",), {}), cpu.get(k[:3] + ("cpu0",), {})
     slopes, whole = [], []
-    for run, (b, c, _w) in big.items():
+    for run, (b, c, _w, dist) in big.items():
         if c > 0:
-            whole.append(b / c)
+            whole.append((b / c, dist))
         if run in small:
-            b0, c0, _ = small[run]
+            b0, c0, _, dist0 = small[run]
             if b > b0 and c > c0:
-                slopes.append((b - b0) / (c - c0))
-    return stats(slopes), stats(whole)
+                slopes.append(((b - b0) / (c - c0), dist or dist0))
+    return stats(pick(slopes)), stats(pick(whole))
 
 
 def verdict(value, target, le):
@@ -134,8 +157,8 @@ def main():
                     "latency_us_min", "latency_us_max", "bandwidth_MBps_median", "bandwidth_MBps_min",
                     "bandwidth_MBps_max"])
         for k in sorted(lat):
-            sl, sb = stats(lat[k]), stats(bw[k])
-            w.writerow(list(k) + [len(lat[k]), sl[1], sl[0], sl[2], sb[1], sb[0], sb[2]])
+            sl, sb = stats(pick(lat[k])), stats(pick(bw[k]))
+            w.writerow(list(k) + [len(pick(lat[k])), sl[1], sl[0], sl[2], sb[1], sb[0], sb[2]])
 
     md = []
     md.append("# omx benchmark report\n")
@@ -153,8 +176,11 @@ def main():
                   "work not charged to them), in CPUs averaged over each invocation: " +
                   "; ".join(f"MTU {m}: median {statistics.median(v):.2f}, max {max(v):.2f}"
                             for m, v in sorted(other.items())) +
-                  ". Much above ~0.2 means something else competed for the 2 CPUs and busy-polling "
-                  "figures are unreliable.\n")
+                  f". An invocation where this exceeds {DISTURBED_CPUS} CPU is *disturbed* (something else "
+                  "competed for the 2 CPUs): medians, min and max use only the undisturbed runs of each point "
+                  "when there is at least one, else all runs, and the figure is marked †. "
+                  f"{sum(1 for v in other.values() for x in v if x > DISTURBED_CPUS)} of "
+                  f"{sum(len(v) for v in other.values())} invocations were disturbed.\n")
     if fails:
         md.append(f"**{len(fails)} invocation(s) failed** (their points are missing):\n")
         md.append("```\n" + "\n".join(fails[:30]) + "\n```\n")
@@ -268,7 +294,7 @@ def main():
         fig, ax = plt.subplots(figsize=(8, 5.5))
         for t in TRANSPORTS:
             for mode, ls in (("busy", "-"), ("block", "--")):
-                pts = [(max(L, 0.5), stats(lat[(m, t, mode, "pingpong", L)])) for L in sorted(lengths[(m, "pingpong")])
+                pts = [(max(L, 0.5), stats(pick(lat[(m, t, mode, "pingpong", L)]))) for L in sorted(lengths[(m, "pingpong")])
                        if (m, t, mode, "pingpong", L) in lat]
                 if not pts:
                     continue
@@ -290,7 +316,7 @@ def main():
         for ax, pat in zip(axes, ("pingpong", "stream")):
             for t in TRANSPORTS:
                 for mode, ls in (("busy", "-"), ("block", "--")):
-                    pts = [(L, stats(bw[(m, t, mode, pat, L)])) for L in sorted(lengths[(m, pat)])
+                    pts = [(L, stats(pick(bw[(m, t, mode, pat, L)]))) for L in sorted(lengths[(m, pat)])
                            if L >= 64 and (m, t, mode, pat, L) in bw]
                     if not pts:
                         continue

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ static int passed, failed;
 	} while (0)
 
 static omx_endpoint_t ep;
-static volatile int wait_returned, wait_result = -1;
+static atomic_int wait_returned, wait_result = -1;
 
 static void on_usr1(int s)
 {

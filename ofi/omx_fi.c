@@ -59,6 +59,8 @@ struct ofx_av {
 	struct ofx_name *tab;
 	unsigned char *valid;
 	size_t n, cap;
+	size_t *hash; /* open addressing on (nic, endpoint): index + 1, 0 = empty */
+	size_t hcap;
 };
 
 struct ofx_cq_slot {
@@ -96,6 +98,8 @@ struct ofx_op {
 	void *inject_copy;
 	omx_request_t req;
 	/* OP_UNEXP */
+	uint64_t snic; /* sender, resolved to an fi_addr when needed (it may be inserted later) */
+	uint32_t sepid;
 	uint32_t msg_len, xfer;
 	omx_return_t code;
 	int done, claimed, discard;
@@ -120,7 +124,7 @@ struct ofx_ep {
 	uint64_t caps, tag_mask, tx_op_flags, rx_op_flags;
 	struct ofx_av *av;
 	struct ofx_cq *txcq, *rxcq;
-	int tx_selective, rx_selective, enabled;
+	int tx_selective, rx_selective, enabled, closing;
 	omx_endpoint_t oep;
 	struct ofx_name self;
 	struct ofx_conn *conns;
@@ -139,6 +143,26 @@ struct ofx_domain {
 struct ofx_fabric {
 	struct fid_fabric fab;
 };
+
+/*
+ * The domain lock serialises every provider call. The omx unexpected handler runs either inside
+ * an omx call made by a provider function (the calling thread already holds the lock) or on the
+ * endpoint's omx progress thread (it does not, and must take it): a thread-local records which
+ * domain the current thread holds.
+ */
+static _Thread_local struct ofx_domain *ofx_held;
+
+static void dom_lock(struct ofx_domain *d)
+{
+	pthread_mutex_lock(&d->lock);
+	ofx_held = d;
+}
+
+static void dom_unlock(struct ofx_domain *d)
+{
+	ofx_held = NULL;
+	pthread_mutex_unlock(&d->lock);
+}
 
 static uint64_t connect_timeout_ns = 60ull * 1000000000ull;
 
@@ -263,7 +287,7 @@ static size_t cq_entry_size(enum fi_cq_format f)
 static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
 	struct ofx_cq *cq = (struct ofx_cq *)fcq;
-	pthread_mutex_lock(&cq->dom->lock);
+	dom_lock(cq->dom);
 	for (int i = 0; i < cq->neps; i++)
 		ep_progress(cq->eps[i]);
 	ssize_t n = 0;
@@ -284,7 +308,7 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 			n++;
 		}
 	}
-	pthread_mutex_unlock(&cq->dom->lock);
+	dom_unlock(cq->dom);
 	return n;
 }
 
@@ -297,7 +321,7 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 {
 	struct ofx_cq *cq = (struct ofx_cq *)fcq;
 	ssize_t ret = -FI_EAGAIN;
-	pthread_mutex_lock(&cq->dom->lock);
+	dom_lock(cq->dom);
 	struct ofx_cq_err *e = cq->err_head;
 	if (e) {
 		cq->err_head = e->next;
@@ -307,7 +331,7 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 		free(e);
 		ret = 1;
 	}
-	pthread_mutex_unlock(&cq->dom->lock);
+	dom_unlock(cq->dom);
 	return ret;
 }
 
@@ -405,13 +429,40 @@ static int dom_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct 
 
 /* ------------------------------------------------------------------ address vector */
 
+static size_t av_hash(uint64_t nic, uint32_t epid, size_t cap)
+{
+	uint64_t h = (nic ^ ((uint64_t)epid << 48) ^ epid) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 20) & (cap - 1);
+}
+
+static void av_hash_put(struct ofx_av *av, size_t idx)
+{
+	size_t i = av_hash(av->tab[idx].nic, av->tab[idx].epid, av->hcap);
+	while (av->hash[i])
+		i = (i + 1) & (av->hcap - 1);
+	av->hash[i] = idx + 1;
+}
+
+/* fi_addr of (nic, endpoint) in av, FI_ADDR_NOTAVAIL if absent. Domain lock held. */
+static fi_addr_t av_find(const struct ofx_av *av, uint64_t nic, uint32_t epid)
+{
+	if (!av || !av->hcap)
+		return FI_ADDR_NOTAVAIL;
+	for (size_t i = av_hash(nic, epid, av->hcap); av->hash[i]; i = (i + 1) & (av->hcap - 1)) {
+		size_t k = av->hash[i] - 1;
+		if (av->valid[k] && av->tab[k].nic == nic && av->tab[k].epid == epid)
+			return k;
+	}
+	return FI_ADDR_NOTAVAIL;
+}
+
 static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags,
 		     void *context)
 {
 	struct ofx_av *av = (struct ofx_av *)fav;
 	if (flags)
 		return -FI_EBADFLAGS;
-	pthread_mutex_lock(&av->dom->lock);
+	dom_lock(av->dom);
 	if (av->n + count > av->cap) {
 		size_t ncap = av->cap ? av->cap : 64;
 		while (ncap < av->n + count)
@@ -421,20 +472,36 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 		if (t)
 			av->tab = t;
 		if (!t || !v) {
-			pthread_mutex_unlock(&av->dom->lock);
+			dom_unlock(av->dom);
 			return -FI_ENOMEM;
 		}
 		av->valid = v;
 		av->cap = ncap;
 	}
+	if ((av->n + count) * 2 > av->hcap) {
+		size_t hcap = av->hcap ? av->hcap : 128;
+		while ((av->n + count) * 2 > hcap)
+			hcap *= 2;
+		size_t *h = calloc(hcap, sizeof(*h));
+		if (!h) {
+			dom_unlock(av->dom);
+			return -FI_ENOMEM;
+		}
+		free(av->hash);
+		av->hash = h;
+		av->hcap = hcap;
+		for (size_t k = 0; k < av->n; k++)
+			av_hash_put(av, k);
+	}
 	for (size_t i = 0; i < count; i++) {
 		memcpy(&av->tab[av->n], (const char *)addr + i * sizeof(struct ofx_name), sizeof(struct ofx_name));
 		av->valid[av->n] = 1;
+		av_hash_put(av, av->n);
 		if (fi_addr)
 			fi_addr[i] = av->n;
 		av->n++;
 	}
-	pthread_mutex_unlock(&av->dom->lock);
+	dom_unlock(av->dom);
 	return (int)count;
 }
 
@@ -454,14 +521,14 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
 {
 	struct ofx_av *av = (struct ofx_av *)fav;
 	int ret = 0;
-	pthread_mutex_lock(&av->dom->lock);
+	dom_lock(av->dom);
 	for (size_t i = 0; i < count; i++) {
 		if (fi_addr[i] >= av->n)
 			ret = -FI_EINVAL;
 		else
 			av->valid[fi_addr[i]] = 0;
 	}
-	pthread_mutex_unlock(&av->dom->lock);
+	dom_unlock(av->dom);
 	return ret;
 }
 
@@ -469,7 +536,7 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *
 {
 	struct ofx_av *av = (struct ofx_av *)fav;
 	int ret = 0;
-	pthread_mutex_lock(&av->dom->lock);
+	dom_lock(av->dom);
 	if (fi_addr >= av->n || !av->valid[fi_addr]) {
 		ret = -FI_EINVAL;
 	} else {
@@ -477,7 +544,7 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *
 		memcpy(addr, &av->tab[fi_addr], n);
 		*addrlen = sizeof(struct ofx_name);
 	}
-	pthread_mutex_unlock(&av->dom->lock);
+	dom_unlock(av->dom);
 	return ret;
 }
 
@@ -503,6 +570,7 @@ static int av_close(struct fid *fid)
 	struct ofx_av *av = (struct ofx_av *)fid;
 	free(av->tab);
 	free(av->valid);
+	free(av->hash);
 	free(av);
 	return 0;
 }
@@ -548,17 +616,13 @@ static int dom_av_open(struct fid_domain *fdom, struct fi_av_attr *attr, struct 
 
 /* ------------------------------------------------------------------ endpoint: matching */
 
-/* fi_addr of an omx source address, from the endpoint's AV (FI_ADDR_NOTAVAIL if absent). */
-static fi_addr_t src_lookup(struct ofx_ep *ep, omx_endpoint_addr_t a)
+/* fi_addr of buffered message u's sender: looked up again while not found, since a peer's first
+ * message may arrive before the application inserts the peer into the AV. */
+static fi_addr_t unexp_src(struct ofx_ep *ep, struct ofx_op *u)
 {
-	uint64_t nic;
-	uint32_t id;
-	if (!ep->av || omx_decompose_endpoint_addr(a, &nic, &id) != OMX_SUCCESS)
-		return FI_ADDR_NOTAVAIL;
-	for (size_t i = 0; i < ep->av->n; i++)
-		if (ep->av->valid[i] && ep->av->tab[i].nic == nic && ep->av->tab[i].epid == id)
-			return i;
-	return FI_ADDR_NOTAVAIL;
+	if (u->addr == FI_ADDR_NOTAVAIL)
+		u->addr = av_find(ep->av, u->snic, u->sepid);
+	return u->addr;
 }
 
 static int op_matches(struct ofx_ep *ep, const struct ofx_op *r, uint64_t match, fi_addr_t src)
@@ -605,11 +669,13 @@ static void op_free(struct ofx_op *op)
 	free(op);
 }
 
-static omx_unexp_handler_action_t unexp_handler(void *context, omx_endpoint_addr_t source, uint64_t match,
-						uint32_t msg_length, void *data)
+static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_addr_t source, uint64_t match,
+					       uint32_t msg_length, void *data)
 {
-	struct ofx_ep *ep = context;
-	fi_addr_t src = src_lookup(ep, source);
+	uint64_t snic = 0;
+	uint32_t sepid = 0;
+	omx_decompose_endpoint_addr(source, &snic, &sepid);
+	fi_addr_t src = av_find(ep->av, snic, sepid);
 	struct ofx_op *prev = NULL;
 	for (struct ofx_op *r = ep->posted_head; r; prev = r, r = r->next) {
 		if (!op_matches(ep, r, match, src))
@@ -640,6 +706,8 @@ static omx_unexp_handler_action_t unexp_handler(void *context, omx_endpoint_addr
 	u->ep = ep;
 	u->match = match;
 	u->addr = src;
+	u->snic = snic;
+	u->sepid = sepid;
 	u->msg_len = msg_length;
 	u->buf = malloc(msg_length ? msg_length : 1);
 	if (!u->buf) {
@@ -658,6 +726,22 @@ static omx_unexp_handler_action_t unexp_handler(void *context, omx_endpoint_addr
 		u->code = OMX_NO_RESOURCES;
 	}
 	return OMX_UNEXP_HANDLER_RECV_CONTINUE;
+}
+
+/* Called by omx for every incoming message (no omx receive is posted in advance). */
+static omx_unexp_handler_action_t unexp_handler(void *context, omx_endpoint_addr_t source, uint64_t match,
+						uint32_t msg_length, void *data)
+{
+	struct ofx_ep *ep = context;
+	int take = ofx_held != ep->dom; /* on the omx progress thread */
+	if (take)
+		dom_lock(ep->dom);
+	omx_unexp_handler_action_t a = OMX_UNEXP_HANDLER_RECV_FINISHED; /* closing: drop it */
+	if (!ep->closing)
+		a = handle_unexp(ep, source, match, msg_length, data);
+	if (take)
+		dom_unlock(ep->dom);
+	return a;
 }
 
 static uint64_t recv_flags(const struct ofx_op *r)
@@ -690,7 +774,7 @@ static void unexp_deliver(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r)
 		n = (uint32_t)r->len;
 	if (n)
 		memcpy(r->buf, u->buf, n);
-	r->addr = u->addr;
+	r->addr = unexp_src(ep, u);
 	recv_complete(ep, r, u->match, u->code == OMX_SUCCESS ? u->msg_len : u->xfer, n, u->code);
 	free(u->buf);
 	op_free(u);
@@ -883,7 +967,7 @@ static ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t
 		s->completion = !ep->tx_selective || (flags & FI_COMPLETION);
 	}
 	ssize_t ret = 0;
-	pthread_mutex_lock(&ep->dom->lock);
+	dom_lock(ep->dom);
 	if (!ep->enabled || !ep->av) {
 		ret = -FI_EOPBADSTATE;
 	} else if (dest >= ep->av->n || !ep->av->valid[dest]) {
@@ -904,7 +988,7 @@ static ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t
 			}
 		}
 	}
-	pthread_mutex_unlock(&ep->dom->lock);
+	dom_unlock(ep->dom);
 	if (ret)
 		op_free(s);
 	return ret;
@@ -916,16 +1000,16 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 	if (!(ep->caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
 	ssize_t ret = 0;
-	pthread_mutex_lock(&ep->dom->lock);
+	dom_lock(ep->dom);
 	if (!ep->enabled) {
-		pthread_mutex_unlock(&ep->dom->lock);
+		dom_unlock(ep->dom);
 		return -FI_EOPBADSTATE;
 	}
 	struct ofx_op tmpl = {.tagged = tagged, .match = tag, .ignore = ignore, .addr = src};
 	if (flags & FI_PEEK) {
 		struct ofx_op *u;
 		for (u = ep->unexp_head; u; u = u->next)
-			if (!u->claimed && op_matches(ep, &tmpl, u->match, u->addr))
+			if (!u->claimed && op_matches(ep, &tmpl, u->match, unexp_src(ep, u)))
 				break;
 		uint64_t fl = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
 		if (!u) {
@@ -949,14 +1033,14 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 				}
 			}
 			if (ep->rxcq)
-				cq_push(ep->rxcq, context, fl, u->msg_len, NULL, tagged ? u->match : 0, u->addr);
+				cq_push(ep->rxcq, context, fl, u->msg_len, NULL, tagged ? u->match : 0, unexp_src(ep, u));
 		}
-		pthread_mutex_unlock(&ep->dom->lock);
+		dom_unlock(ep->dom);
 		return 0;
 	}
 	struct ofx_op *r = calloc(1, sizeof(*r));
 	if (!r) {
-		pthread_mutex_unlock(&ep->dom->lock);
+		dom_unlock(ep->dom);
 		return -FI_ENOMEM;
 	}
 	r->type = OP_RECV;
@@ -977,7 +1061,7 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 			prev = x;
 		if (!u || !x) {
 			free(r);
-			pthread_mutex_unlock(&ep->dom->lock);
+			dom_unlock(ep->dom);
 			return -FI_EINVAL;
 		}
 		if (flags & FI_DISCARD) {
@@ -991,12 +1075,12 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 			if (ep->rxcq)
 				cq_push(ep->rxcq, context, recv_flags(r), 0, NULL, tag, FI_ADDR_NOTAVAIL);
 			op_free(r);
-			pthread_mutex_unlock(&ep->dom->lock);
+			dom_unlock(ep->dom);
 			return 0;
 		}
 	} else {
 		for (u = ep->unexp_head; u; prev = u, u = u->next)
-			if (!u->claimed && op_matches(ep, r, u->match, u->addr))
+			if (!u->claimed && op_matches(ep, r, u->match, unexp_src(ep, u)))
 				break;
 	}
 	if (u) {
@@ -1008,7 +1092,7 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 	} else {
 		list_append(&ep->posted_head, &ep->posted_tail, r);
 	}
-	pthread_mutex_unlock(&ep->dom->lock);
+	dom_unlock(ep->dom);
 	return ret;
 }
 
@@ -1165,7 +1249,7 @@ static ssize_t ep_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t
 static ssize_t ep_cancel(fid_t fid, void *context)
 {
 	struct ofx_ep *ep = (struct ofx_ep *)fid;
-	pthread_mutex_lock(&ep->dom->lock);
+	dom_lock(ep->dom);
 	struct ofx_op *prev = NULL;
 	for (struct ofx_op *r = ep->posted_head; r; prev = r, r = r->next) {
 		if (r->context != context)
@@ -1177,7 +1261,7 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 		op_free(r);
 		break;
 	}
-	pthread_mutex_unlock(&ep->dom->lock);
+	dom_unlock(ep->dom);
 	return 0;
 }
 
@@ -1247,7 +1331,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct ofx_ep *ep = (struct ofx_ep *)fid;
 	int ret = 0;
-	pthread_mutex_lock(&ep->dom->lock);
+	dom_lock(ep->dom);
 	switch (bfid->fclass) {
 	case FI_CLASS_AV:
 		if (ep->av)
@@ -1277,7 +1361,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	default:
 		ret = -FI_ENOSYS; /* counters, EQs, ... */
 	}
-	pthread_mutex_unlock(&ep->dom->lock);
+	dom_unlock(ep->dom);
 	return ret;
 }
 
@@ -1288,16 +1372,16 @@ static int ep_control(struct fid *fid, int command, void *arg)
 		return -FI_ENOSYS;
 	if (!ep->av || !ep->txcq || !ep->rxcq)
 		return -FI_ENOCQ;
-	pthread_mutex_lock(&ep->dom->lock);
+	dom_lock(ep->dom);
 	ep->enabled = 1;
-	pthread_mutex_unlock(&ep->dom->lock);
+	dom_unlock(ep->dom);
 	return 0;
 }
 
 static int ep_close(struct fid *fid)
 {
 	struct ofx_ep *ep = (struct ofx_ep *)fid;
-	pthread_mutex_lock(&ep->dom->lock);
+	dom_lock(ep->dom);
 	/* let eager sends already handed to omx go out (bounded), then close */
 	uint64_t end = now_ns() + 2000000000ull;
 	for (;;) {
@@ -1309,8 +1393,12 @@ static int ep_close(struct fid *fid)
 		if (!busy || now_ns() > end)
 			break;
 	}
+	/* The omx progress thread may be waiting for the lock in the handler: close without it. */
+	ep->closing = 1;
+	dom_unlock(ep->dom);
 	if (ep->oep)
 		omx_close_endpoint(ep->oep); /* silently drops outstanding omx requests */
+	dom_lock(ep->dom);
 	if (ep->txcq)
 		cq_detach(ep->txcq, ep);
 	if (ep->rxcq)
@@ -1334,7 +1422,7 @@ static int ep_close(struct fid *fid)
 		free(u->buf);
 		op_free(u);
 	}
-	pthread_mutex_unlock(&ep->dom->lock);
+	dom_unlock(ep->dom);
 	free(ep);
 	return 0;
 }
@@ -1423,7 +1511,7 @@ static int dom_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 		idx = (uint32_t)strtoul(e, NULL, 0);
 	omx_endpoint_param_t p = {.key = OMX_ENDPOINT_PARAM_ERROR_HANDLER};
 	p.val.error_handler = OMX_ERRORS_RETURN;
-	pthread_mutex_lock(&dom->lock);
+	dom_lock(dom);
 	omx_return_t r = omx_open_endpoint(dom->board, idx, OFX_KEY, &p, 1, &ep->oep);
 	if (r == OMX_SUCCESS) {
 		omx_register_unexp_handler(ep->oep, unexp_handler, ep);
@@ -1432,7 +1520,7 @@ static int dom_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 		omx_decompose_endpoint_addr(a, &ep->self.nic, &ep->self.epid);
 		ep->self.key = OFX_KEY;
 	}
-	pthread_mutex_unlock(&dom->lock);
+	dom_unlock(dom);
 	if (r != OMX_SUCCESS) {
 		free(ep);
 		return r == OMX_BUSY ? -FI_EBUSY : -FI_ENODEV;

@@ -3,27 +3,46 @@
 # refuses what it does not support, and a plain libfabric client (omx_fi_client) runs tagged,
 # untagged, directed, truncation, peek/claim, cancel, inject and streaming checks between two
 # network namespaces joined by veth, with FI_AV_MAP and FI_AV_TABLE.
+#
+# Every step runs under `timeout`, so a hang fails the step instead of the whole CI job.
+# In a sanitizer build (OMX_SANITIZE=address) the provider is instrumented but fi_info is not:
+# the ASan runtime is preloaded for fi_info (see ofi_sanitizer_env in lib_ofi.sh).
 set -u
 SRC=${OMX_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 source "$SRC/tests/integration/lib/netns.sh"
 source "$SRC/tests/integration/lib/omx.sh"
+source "$SRC/ofi/tests/lib_ofi.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; echo "0 passed, 0 failed"; exit 0; }
 FIDIR=${OMX_FI_DIR:-$OMX_BUILD/ofi}
 X=$FIDIR/omx_fi_client
+[ -x "$X" ] || { ko "test client $X not built"; finish; }
 command -v fi_info >/dev/null || { echo "SKIP: fi_info missing (libfabric-bin)"; echo "0 passed, 0 failed"; exit 0; }
 omx_netns_setup 2 9000 || { ko "namespace setup"; finish; }
 omx_netns_peers_file "$TMP/peers"
 mkdir -p "$TMP/lock0" "$TMP/lock1"
 export FI_PROVIDER_PATH=$FIDIR
+# Uninstrumented programs (fi_info) loading the instrumented provider: preload the runtime.
+PRE=$(ofi_sanitizer_env "$FIDIR/libomx-fi.so")
+
+fi_info0() { omx_ns_exec 0 env $(omx_env 0) FI_PROVIDER_PATH="$FIDIR" $PRE timeout 20 fi_info "$@"; }
+
+fi_info0 -p omx >"$TMP/fi_info.out" 2>&1
+rc=$?
+check "fi_info -p omx exits 0 (rc $rc)" [ "$rc" = 0 ]
 check "fi_info -p omx lists the provider on host 0's interface" \
-	bash -c "ip netns exec ${OMX_NS[0]} env $(omx_env 0) FI_PROVIDER_PATH=$FIDIR fi_info -p omx | grep -q 'domain: ${OMX_IF[0]}'"
-check "fi_info -p omx -c FI_RMA finds nothing" \
-	bash -c "! ip netns exec ${OMX_NS[0]} env $(omx_env 0) FI_PROVIDER_PATH=$FIDIR fi_info -p omx -c FI_RMA 2>&1 | grep -q 'provider: omx'"
-for av in map table; do
+	grep -q "domain: ${OMX_IF[0]}" "$TMP/fi_info.out"
+check "fi_info -p omx shows an RDM endpoint" grep -q 'type: *FI_EP_RDM' "$TMP/fi_info.out"
+[ "$rc" = 0 ] || sed 's/^/  [fi_info] /' "$TMP/fi_info.out" | tail -n 20
+fi_info0 -p omx -c FI_RMA >"$TMP/fi_info_rma.out" 2>&1
+check "fi_info -p omx -c FI_RMA finds nothing" bash -c "! grep -q 'provider: omx' '$TMP/fi_info_rma.out'"
+check "fi_info -p omx -c FI_RMA did not crash" bash -c "! grep -q 'Sanitizer\|runtime does not come first' '$TMP/fi_info_rma.out'"
+
+for av in ${OFI_AVS:-map table}; do
 	rm -f "$TMP"/name.*
 	check "libfabric client across namespaces, FI_AV_${av^^}" \
-		omx_run_pair "fi-$av" env FI_PROVIDER_PATH=$FIDIR timeout 300 "$X" a "$TMP" $av -- \
-		env FI_PROVIDER_PATH=$FIDIR timeout 300 "$X" b "$TMP" $av
-	grep -h '^FAIL' "$TMP/fi-$av".*.log
+		omx_run_pair "fi-$av" env FI_PROVIDER_PATH="$FIDIR" timeout -k 5 60 "$X" a "$TMP" "$av" -- \
+		env FI_PROVIDER_PATH="$FIDIR" timeout -k 5 60 "$X" b "$TMP" "$av"
+	grep -h '^FAIL\|^omx_fi_client\|ERROR' "$TMP/fi-$av".*.log
+	[ -z "${OFI_VERBOSE:-}" ] || cat "$TMP/fi-$av".*.log
 done
 finish

@@ -3,15 +3,21 @@
  *
  * One fabric ("omx"), one domain per attached omx board (named after its interface), RDM
  * endpoints only. Each fi endpoint owns one omx endpoint. Capabilities: FI_TAGGED (64-bit tags,
- * 63 when FI_MSG is enabled too), FI_MSG, FI_DIRECTED_RECV, FI_SOURCE; progress is manual,
- * every call is serialised by a per-domain mutex (FI_THREAD_SAFE).
+ * 63 when FI_MSG is enabled too), FI_MSG, FI_DIRECTED_RECV, FI_SOURCE, FI_REMOTE_CQ_DATA (8
+ * bytes), FI_LOCAL_COMM / FI_REMOTE_COMM, peek/claim/discard, cancel of posted receives. Progress
+ * is manual; every call is serialised by a per-domain mutex (any threading level).
  *
  * Matching is done here, not by omx: an omx unexpected-message handler sees every incoming
  * message (no omx receive is ever posted in advance). It looks for a matching posted fi receive
  * (tag, ignore mask and, for directed receives, source) and posts an exact-match omx receive into
  * that buffer, which omx then matches to the message at once; otherwise the message is received
- * into a provider bounce buffer and queued as unexpected, in arrival order. All omx calls are
- * made with the domain lock held, so the handler (which runs inside them) never takes it.
+ * into a provider bounce buffer and queued as unexpected, in arrival order. The handler runs
+ * either inside an omx call made with the domain lock held, or on the omx progress thread, which
+ * then takes the lock (see dom_lock).
+ *
+ * Remote CQ data: an endpoint opened with FI_REMOTE_CQ_DATA prefixes each message with a 16-byte
+ * header (isendv / irecvv, no copy) holding the data; such endpoints use another omx endpoint key,
+ * so they cannot be connected to by endpoints without the header (the send fails, FI_EACCES).
  *
  * Addresses (fi_getname / fi_av_insert): 16 bytes {nic_id u64, endpoint index u32, key u32}.
  * Connections are made lazily with omx_iconnect on the first send to a peer; sends queue behind
@@ -40,8 +46,16 @@
 #define OFX_MSG_BIT (1ULL << 63)
 #define OFX_KEY 0x4f4d5846u /* "OMXF" */
 #define OFX_INJECT_SIZE 64
-#define OFX_MAX_MSG ((size_t)UINT32_MAX)
-#define OFX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_REMOTE_COMM)
+#define OFX_KEY_DATA 0x4f4d5844u /* "OMXD": endpoints whose messages carry the data header */
+/* With FI_REMOTE_CQ_DATA, every message starts with a header: remote CQ data (8 bytes, little
+ * endian), flags (1 byte: OFX_HDR_DATA when the sender passed data), padding. */
+#define OFX_HDR 16
+#define OFX_HDR_DATA 1
+#define OFX_CQ_DATA_SIZE 8
+#define OFX_MAX_MSG ((size_t)UINT32_MAX - OFX_HDR)
+#define OFX_CAPS                                                                                                 \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_REMOTE_COMM | FI_LOCAL_COMM |   \
+	 FI_REMOTE_CQ_DATA)
 #define OFX_CQ_MAX_EPS 16
 
 struct ofx_name {
@@ -97,6 +111,10 @@ struct ofx_op {
 	int tagged, completion;
 	void *inject_copy;
 	omx_request_t req;
+	uint64_t data; /* send: remote CQ data */
+	int has_data;
+	unsigned char hdr[OFX_HDR]; /* send / posted receive: the message header */
+	omx_seg_t seg[2];
 	/* OP_UNEXP */
 	uint64_t snic; /* sender, resolved to an fi_addr when needed (it may be inserted later) */
 	uint32_t sepid;
@@ -125,6 +143,7 @@ struct ofx_ep {
 	struct ofx_av *av;
 	struct ofx_cq *txcq, *rxcq;
 	int tx_selective, rx_selective, enabled, closing;
+	size_t hlen; /* OFX_HDR with FI_REMOTE_CQ_DATA, else 0 */
 	omx_endpoint_t oep;
 	struct ofx_name self;
 	struct ofx_conn *conns;
@@ -225,7 +244,7 @@ static int ofx_no_ops_open(struct fid *fid, const char *name, uint64_t flags, vo
 /* ------------------------------------------------------------------ completion queue */
 
 static int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
-		   fi_addr_t src)
+		   uint64_t data, fi_addr_t src)
 {
 	if (cq->count == cq->cap) {
 		size_t ncap = cq->cap ? cq->cap * 2 : 256;
@@ -244,7 +263,7 @@ static int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, voi
 	s->e.flags = flags;
 	s->e.len = len;
 	s->e.buf = buf;
-	s->e.data = 0;
+	s->e.data = data;
 	s->e.tag = tag;
 	s->src = src;
 	cq->count++;
@@ -252,7 +271,7 @@ static int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, voi
 }
 
 static void cq_push_err(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
-			size_t olen, int err, int prov_errno)
+			uint64_t data, size_t olen, int err, int prov_errno)
 {
 	struct ofx_cq_err *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -262,6 +281,7 @@ static void cq_push_err(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len
 	e->e.len = len;
 	e->e.buf = buf;
 	e->e.tag = tag;
+	e->e.data = data;
 	e->e.olen = olen;
 	e->e.err = err;
 	e->e.prov_errno = prov_errno;
@@ -669,6 +689,19 @@ static void op_free(struct ofx_op *op)
 	free(op);
 }
 
+/* Post the omx receive of the message matched by r (exact match_info). */
+static omx_return_t post_recv(struct ofx_ep *ep, struct ofx_op *r, uint64_t match)
+{
+	size_t len = r->len > OFX_MAX_MSG ? OFX_MAX_MSG : r->len;
+	if (!ep->hlen)
+		return omx_irecv(ep->oep, r->buf, len, match, ~0ULL, r, &r->req);
+	r->seg[0].ptr = r->hdr;
+	r->seg[0].len = OFX_HDR;
+	r->seg[1].ptr = r->buf;
+	r->seg[1].len = (uint32_t)len;
+	return omx_irecvv(ep->oep, r->seg, 2, match, ~0ULL, r, &r->req);
+}
+
 static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_addr_t source, uint64_t match,
 					       uint32_t msg_length, void *data)
 {
@@ -682,8 +715,7 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 			continue;
 		list_remove(&ep->posted_head, &ep->posted_tail, prev, r);
 		r->addr = src;
-		size_t len = r->len > OFX_MAX_MSG ? OFX_MAX_MSG : r->len;
-		if (omx_irecv(ep->oep, r->buf, len, match, ~0ULL, r, &r->req) == OMX_SUCCESS)
+		if (post_recv(ep, r, match) == OMX_SUCCESS)
 			return OMX_UNEXP_HANDLER_RECV_CONTINUE;
 		/* could not post: put it back and buffer the message instead */
 		if (prev) {
@@ -709,7 +741,7 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 	u->snic = snic;
 	u->sepid = sepid;
 	u->msg_len = msg_length;
-	u->buf = malloc(msg_length ? msg_length : 1);
+	u->buf = malloc(msg_length ? msg_length : 1); /* the whole message, header included */
 	if (!u->buf) {
 		free(u);
 		return OMX_UNEXP_HANDLER_RECV_CONTINUE;
@@ -749,19 +781,54 @@ static uint64_t recv_flags(const struct ofx_op *r)
 	return FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG);
 }
 
-/* Complete receive r with a message of msg_len bytes of which xfer were placed in r->buf. */
-static void recv_complete(struct ofx_ep *ep, struct ofx_op *r, uint64_t match, uint32_t msg_len, uint32_t xfer,
-			  omx_return_t code)
+static void hdr_put(unsigned char *h, uint64_t data, int has_data)
 {
-	uint64_t tag = r->tagged ? match : 0;
+	memset(h, 0, OFX_HDR);
+	for (int i = 0; i < 8; i++)
+		h[i] = (unsigned char)(data >> (8 * i));
+	h[8] = has_data ? OFX_HDR_DATA : 0;
+}
+
+static uint64_t hdr_get(const unsigned char *h, int *has_data)
+{
+	uint64_t d = 0;
+	for (int i = 0; i < 8; i++)
+		d |= (uint64_t)h[i] << (8 * i);
+	*has_data = (h[8] & OFX_HDR_DATA) != 0;
+	return d;
+}
+
+/* Complete receive r. raw_len / raw_xfer: length of the message and bytes received, both
+ * counting the header if the endpoint uses one (then hdr is the received header). */
+static void recv_complete(struct ofx_ep *ep, struct ofx_op *r, uint64_t match, uint32_t raw_len, uint32_t raw_xfer,
+			  omx_return_t code, const unsigned char *hdr)
+{
+	uint64_t tag = r->tagged ? match : 0, data = 0, flags = recv_flags(r);
+	uint32_t msg_len = raw_len, xfer = raw_xfer;
+	if (ep->hlen) {
+		int has = 0;
+		if (raw_len < ep->hlen || raw_xfer < ep->hlen) {
+			if (code == OMX_SUCCESS || code == OMX_MESSAGE_TRUNCATED)
+				code = OMX_BAD_ERROR; /* no header: not from an endpoint of this provider */
+			msg_len = xfer = 0;
+		} else {
+			msg_len -= (uint32_t)ep->hlen;
+			xfer -= (uint32_t)ep->hlen;
+			data = hdr_get(hdr, &has);
+			if (has)
+				flags |= FI_REMOTE_CQ_DATA;
+			else
+				data = 0;
+		}
+	}
 	if (code == OMX_SUCCESS && xfer < msg_len)
 		code = OMX_MESSAGE_TRUNCATED;
 	if (code != OMX_SUCCESS) {
 		if (ep->rxcq)
-			cq_push_err(ep->rxcq, r->context, recv_flags(r), xfer, r->buf, tag,
+			cq_push_err(ep->rxcq, r->context, flags, xfer, r->buf, tag, data,
 				    msg_len > xfer ? msg_len - xfer : 0, ofx_errno(code), (int)code);
 	} else if (ep->rxcq && r->completion) {
-		cq_push(ep->rxcq, r->context, recv_flags(r), xfer, r->buf, tag, r->addr);
+		cq_push(ep->rxcq, r->context, flags, xfer, r->buf, tag, data, r->addr);
 	}
 	op_free(r);
 }
@@ -769,13 +836,15 @@ static void recv_complete(struct ofx_ep *ep, struct ofx_op *r, uint64_t match, u
 /* Deliver buffered unexpected message u (complete) to receive r, and free u. */
 static void unexp_deliver(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r)
 {
-	uint32_t n = u->xfer;
+	uint32_t n = u->xfer > ep->hlen ? u->xfer - (uint32_t)ep->hlen : 0;
 	if (n > r->len)
 		n = (uint32_t)r->len;
 	if (n)
-		memcpy(r->buf, u->buf, n);
+		memcpy(r->buf, (char *)u->buf + ep->hlen, n);
 	r->addr = unexp_src(ep, u);
-	recv_complete(ep, r, u->match, u->code == OMX_SUCCESS ? u->msg_len : u->xfer, n, u->code);
+	uint32_t raw_len = u->code == OMX_SUCCESS ? u->msg_len : u->xfer;
+	recv_complete(ep, r, u->match, raw_len, n + (u->xfer >= ep->hlen ? (uint32_t)ep->hlen : 0), u->code,
+		      u->buf);
 	free(u->buf);
 	op_free(u);
 }
@@ -802,14 +871,24 @@ static void send_fail(struct ofx_ep *ep, struct ofx_op *s, omx_return_t code)
 {
 	if (ep->txcq && !s->inject_copy)
 		cq_push_err(ep->txcq, s->context, FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG), s->len, s->buf,
-			    s->tagged ? s->match : 0, 0, ofx_errno(code), (int)code);
+			    s->tagged ? s->match : 0, 0, 0, ofx_errno(code), (int)code);
 	op_free(s);
 }
 
 static void send_post(struct ofx_ep *ep, struct ofx_conn *c, struct ofx_op *s)
 {
 	void *b = s->inject_copy ? s->inject_copy : s->buf;
-	omx_return_t r = omx_isend(ep->oep, b, s->len, c->addr, s->match, s, &s->req);
+	omx_return_t r;
+	if (ep->hlen) {
+		hdr_put(s->hdr, s->data, s->has_data);
+		s->seg[0].ptr = s->hdr;
+		s->seg[0].len = OFX_HDR;
+		s->seg[1].ptr = b;
+		s->seg[1].len = (uint32_t)s->len;
+		r = omx_isendv(ep->oep, s->seg, 2, c->addr, s->match, s, &s->req);
+	} else {
+		r = omx_isend(ep->oep, b, s->len, c->addr, s->match, s, &s->req);
+	}
 	if (r != OMX_SUCCESS)
 		send_fail(ep, s, r);
 }
@@ -892,12 +971,12 @@ static void ep_progress(struct ofx_ep *ep)
 			else {
 				if (ep->txcq && op->completion)
 					cq_push(ep->txcq, op->context, FI_SEND | (op->tagged ? FI_TAGGED : FI_MSG), 0,
-						NULL, 0, FI_ADDR_NOTAVAIL);
+						NULL, 0, 0, FI_ADDR_NOTAVAIL);
 				op_free(op);
 			}
 			break;
 		case OP_RECV:
-			recv_complete(ep, op, st.match_info, st.msg_length, st.xfer_length, st.code);
+			recv_complete(ep, op, st.match_info, st.msg_length, st.xfer_length, st.code, op->hdr);
 			break;
 		case OP_UNEXP:
 			op->done = 1;
@@ -939,10 +1018,12 @@ static void ep_progress(struct ofx_ep *ep)
 }
 
 static ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match, int tagged,
-		       void *context, uint64_t flags)
+		       void *context, uint64_t flags, uint64_t data)
 {
 	if (len > OFX_MAX_MSG)
 		return -FI_EMSGSIZE;
+	if ((flags & FI_REMOTE_CQ_DATA) && !ep->hlen)
+		return -FI_EINVAL; /* endpoint opened without FI_REMOTE_CQ_DATA */
 	if ((flags & FI_INJECT) && len > OFX_INJECT_SIZE)
 		return -FI_EMSGSIZE;
 	struct ofx_op *s = calloc(1, sizeof(*s));
@@ -956,6 +1037,8 @@ static ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t
 	s->match = match;
 	s->tagged = tagged;
 	s->addr = dest;
+	s->has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+	s->data = s->has_data ? data : 0;
 	if (flags & FI_INJECT) {
 		s->inject_copy = malloc(len ? len : 1);
 		if (!s->inject_copy) {
@@ -1012,10 +1095,22 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 			if (!u->claimed && op_matches(ep, &tmpl, u->match, unexp_src(ep, u)))
 				break;
 		uint64_t fl = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
-		if (!u) {
+		/* a message still being received (its header may not be here yet) counts as not there */
+		if (!u || !u->done || u->msg_len < ep->hlen) {
 			if (ep->rxcq)
-				cq_push_err(ep->rxcq, context, fl, 0, NULL, tag, 0, FI_ENOMSG, 0);
+				cq_push_err(ep->rxcq, context, fl, 0, NULL, tag, 0, 0, FI_ENOMSG, 0);
 		} else {
+			uint64_t data = 0, utag = tagged ? u->match : 0;
+			size_t ulen = u->msg_len - ep->hlen;
+			fi_addr_t usrc = unexp_src(ep, u);
+			if (ep->hlen) {
+				int has = 0;
+				data = hdr_get(u->buf, &has);
+				if (has)
+					fl |= FI_REMOTE_CQ_DATA;
+				else
+					data = 0;
+			}
 			if ((flags & FI_CLAIM) && context) {
 				u->claimed = 1;
 				((struct fi_context *)context)->internal[0] = u;
@@ -1025,15 +1120,11 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 				for (struct ofx_op *x = ep->unexp_head; x != u; x = x->next)
 					p = x;
 				list_remove(&ep->unexp_head, &ep->unexp_tail, p, u);
-				if (u->done) {
-					free(u->buf);
-					op_free(u);
-				} else {
-					u->discard = 1;
-				}
+				free(u->buf);
+				op_free(u);
 			}
 			if (ep->rxcq)
-				cq_push(ep->rxcq, context, fl, u->msg_len, NULL, tagged ? u->match : 0, unexp_src(ep, u));
+				cq_push(ep->rxcq, context, fl, ulen, NULL, utag, data, usrc);
 		}
 		dom_unlock(ep->dom);
 		return 0;
@@ -1073,7 +1164,7 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 				u->discard = 1;
 			}
 			if (ep->rxcq)
-				cq_push(ep->rxcq, context, recv_flags(r), 0, NULL, tag, FI_ADDR_NOTAVAIL);
+				cq_push(ep->rxcq, context, recv_flags(r), 0, NULL, tag, 0, FI_ADDR_NOTAVAIL);
 			op_free(r);
 			dom_unlock(ep->dom);
 			return 0;
@@ -1109,7 +1200,7 @@ static ssize_t ep_tsend(struct fid_ep *fep, const void *buf, size_t len, void *d
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, tag, 1, context, ep->tx_op_flags);
+	return do_send(ep, buf, len, dest, tag, 1, context, ep->tx_op_flags & ~FI_REMOTE_CQ_DATA, 0);
 }
 
 static ssize_t ep_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
@@ -1123,10 +1214,11 @@ static ssize_t ep_tsendv(struct fid_ep *fep, const struct iovec *iov, void **des
 static ssize_t ep_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
-	if (msg->iov_count > 1 || (flags & FI_REMOTE_CQ_DATA) || !(ep->caps & FI_TAGGED) || check_tag(ep, msg->tag))
+	if (msg->iov_count > 1 || !(ep->caps & FI_TAGGED) || check_tag(ep, msg->tag))
 		return -FI_EINVAL;
 	return do_send(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
-		       msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr, msg->tag, 1, msg->context, flags);
+		       msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr, msg->tag, 1, msg->context, flags,
+		       msg->data);
 }
 
 static ssize_t ep_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
@@ -1134,19 +1226,25 @@ static ssize_t ep_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_ad
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, tag, 1, NULL, FI_INJECT);
+	return do_send(ep, buf, len, dest, tag, 1, NULL, FI_INJECT, 0);
 }
 
 static ssize_t ep_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc, uint64_t data,
 			    fi_addr_t dest, uint64_t tag, void *context)
 {
-	return -FI_ENOSYS;
+	struct ofx_ep *ep = (struct ofx_ep *)fep;
+	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
+		return -FI_EINVAL;
+	return do_send(ep, buf, len, dest, tag, 1, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data);
 }
 
 static ssize_t ep_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
 			      uint64_t tag)
 {
-	return -FI_ENOSYS;
+	struct ofx_ep *ep = (struct ofx_ep *)fep;
+	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
+		return -FI_EINVAL;
+	return do_send(ep, buf, len, dest, tag, 1, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 static ssize_t ep_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
@@ -1182,7 +1280,7 @@ static ssize_t ep_send(struct fid_ep *fep, const void *buf, size_t len, void *de
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_MSG))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, context, ep->tx_op_flags);
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, context, ep->tx_op_flags & ~FI_REMOTE_CQ_DATA, 0);
 }
 
 static ssize_t ep_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
@@ -1196,10 +1294,11 @@ static ssize_t ep_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc
 static ssize_t ep_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
-	if (msg->iov_count > 1 || (flags & FI_REMOTE_CQ_DATA) || !(ep->caps & FI_MSG))
+	if (msg->iov_count > 1 || !(ep->caps & FI_MSG))
 		return -FI_EINVAL;
 	return do_send(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
-		       msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr, OFX_MSG_BIT, 0, msg->context, flags);
+		       msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr, OFX_MSG_BIT, 0, msg->context, flags,
+		       msg->data);
 }
 
 static ssize_t ep_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
@@ -1207,18 +1306,24 @@ static ssize_t ep_inject(struct fid_ep *fep, const void *buf, size_t len, fi_add
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_MSG))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, NULL, FI_INJECT);
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, NULL, FI_INJECT, 0);
 }
 
 static ssize_t ep_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc, uint64_t data,
 			   fi_addr_t dest, void *context)
 {
-	return -FI_ENOSYS;
+	struct ofx_ep *ep = (struct ofx_ep *)fep;
+	if (!(ep->caps & FI_MSG))
+		return -FI_EINVAL;
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data);
 }
 
 static ssize_t ep_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
 {
-	return -FI_ENOSYS;
+	struct ofx_ep *ep = (struct ofx_ep *)fep;
+	if (!(ep->caps & FI_MSG))
+		return -FI_EINVAL;
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, data);
 }
 
 static ssize_t ep_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src, void *context)
@@ -1256,7 +1361,7 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 			continue;
 		list_remove(&ep->posted_head, &ep->posted_tail, prev, r);
 		if (ep->rxcq)
-			cq_push_err(ep->rxcq, r->context, recv_flags(r), 0, r->buf, r->match, 0, FI_ECANCELED,
+			cq_push_err(ep->rxcq, r->context, recv_flags(r), 0, r->buf, r->tagged ? r->match : 0, 0, 0, FI_ECANCELED,
 				    OMX_CANCELLED);
 		op_free(r);
 		break;
@@ -1503,6 +1608,8 @@ static int dom_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 	ep->dom = dom;
 	ep->caps = info->caps ? info->caps & OFX_CAPS : OFX_CAPS;
 	ep->tag_mask = (ep->caps & FI_MSG) ? ~OFX_MSG_BIT : ~0ULL;
+	ep->hlen = (ep->caps & FI_REMOTE_CQ_DATA) ? OFX_HDR : 0;
+	uint32_t key = ep->hlen ? OFX_KEY_DATA : OFX_KEY; /* peers of the other kind cannot connect */
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags & ~(FI_MULTI_RECV | FI_PEEK | FI_CLAIM) : 0;
 	uint32_t idx = OMX_ANY_ENDPOINT;
@@ -1512,13 +1619,13 @@ static int dom_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 	omx_endpoint_param_t p = {.key = OMX_ENDPOINT_PARAM_ERROR_HANDLER};
 	p.val.error_handler = OMX_ERRORS_RETURN;
 	dom_lock(dom);
-	omx_return_t r = omx_open_endpoint(dom->board, idx, OFX_KEY, &p, 1, &ep->oep);
+	omx_return_t r = omx_open_endpoint(dom->board, idx, key, &p, 1, &ep->oep);
 	if (r == OMX_SUCCESS) {
 		omx_register_unexp_handler(ep->oep, unexp_handler, ep);
 		omx_endpoint_addr_t a;
 		omx_get_endpoint_addr(ep->oep, &a);
 		omx_decompose_endpoint_addr(a, &ep->self.nic, &ep->self.epid);
-		ep->self.key = OFX_KEY;
+		ep->self.key = key;
 	}
 	dom_unlock(dom);
 	if (r != OMX_SUCCESS) {
@@ -1731,14 +1838,15 @@ static int hints_ok(const struct fi_info *h, uint64_t *caps, uint64_t *tag_fmt)
 	if (!h)
 		return 0;
 	if (h->caps & ~OFX_CAPS)
-		return -FI_ENODATA; /* RMA, atomics, REMOTE_CQ_DATA, LOCAL_COMM, multicast, ... */
+		return -FI_ENODATA; /* RMA, atomics, multicast, multi-receive, ... */
 	if (h->caps) {
 		*caps = h->caps;
 		if (!(*caps & (FI_MSG | FI_TAGGED)))
 			*caps |= FI_TAGGED | FI_MSG;
 		if (!(*caps & (FI_SEND | FI_RECV)))
 			*caps |= FI_SEND | FI_RECV;
-		*caps |= FI_REMOTE_COMM;
+		if (!(*caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)))
+			*caps |= FI_LOCAL_COMM | FI_REMOTE_COMM;
 	}
 	*tag_fmt = (*caps & FI_MSG) ? ~OFX_MSG_BIT : ~0ULL;
 	if (h->addr_format != FI_FORMAT_UNSPEC)
@@ -1761,9 +1869,9 @@ static int hints_ok(const struct fi_info *h, uint64_t *caps, uint64_t *tag_fmt)
 			return -FI_ENODATA;
 		if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
 			return -FI_ENODATA;
-		if (d->cq_data_size > 0)
+		if (d->cq_data_size > OFX_CQ_DATA_SIZE)
 			return -FI_ENODATA;
-		if (d->caps & ~(FI_REMOTE_COMM))
+		if (d->caps & ~(FI_REMOTE_COMM | FI_LOCAL_COMM))
 			return -FI_ENODATA;
 	}
 	if (h->tx_attr) {
@@ -1808,14 +1916,14 @@ static int ofx_getinfo(uint32_t version, const char *node, const char *service, 
 		fi->caps = caps;
 		fi->mode = 0;
 		fi->addr_format = FI_FORMAT_UNSPEC;
-		fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND);
+		fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND | FI_REMOTE_CQ_DATA);
 		fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags & FI_COMPLETION : 0;
 		fi->tx_attr->msg_order = FI_ORDER_SAS;
 		fi->tx_attr->comp_order = FI_ORDER_NONE;
 		fi->tx_attr->inject_size = OFX_INJECT_SIZE;
 		fi->tx_attr->size = 1 << 16;
 		fi->tx_attr->iov_limit = 1;
-		fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
+		fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_REMOTE_CQ_DATA);
 		fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags & FI_COMPLETION : 0;
 		fi->rx_attr->msg_order = FI_ORDER_SAS;
 		fi->rx_attr->comp_order = FI_ORDER_NONE;
@@ -1838,7 +1946,7 @@ static int ofx_getinfo(uint32_t version, const char *node, const char *service, 
 		fi->domain_attr->av_type = hints && hints->domain_attr ? hints->domain_attr->av_type : FI_AV_UNSPEC;
 		fi->domain_attr->mr_mode = 0;
 		fi->domain_attr->mr_key_size = 0;
-		fi->domain_attr->cq_data_size = 0;
+		fi->domain_attr->cq_data_size = (caps & FI_REMOTE_CQ_DATA) ? OFX_CQ_DATA_SIZE : 0;
 		fi->domain_attr->cq_cnt = 1024;
 		fi->domain_attr->ep_cnt = 32;
 		fi->domain_attr->tx_ctx_cnt = 32;
@@ -1846,7 +1954,7 @@ static int ofx_getinfo(uint32_t version, const char *node, const char *service, 
 		fi->domain_attr->max_ep_tx_ctx = 1;
 		fi->domain_attr->max_ep_rx_ctx = 1;
 		fi->domain_attr->max_err_data = 0;
-		fi->domain_attr->caps = FI_REMOTE_COMM;
+		fi->domain_attr->caps = FI_REMOTE_COMM | FI_LOCAL_COMM;
 		fi->fabric_attr->name = strdup(OFX_NAME);
 		fi->fabric_attr->prov_version = OFX_VERSION;
 		if (!fi->domain_attr->name || !fi->fabric_attr->name) {

@@ -168,20 +168,28 @@ static void getinfo_checks(void)
 	CHECK(getinfo_rc(FI_TAGGED | FI_MSG, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, ~0ULL) == -FI_ENODATA,
 	      "getinfo 64-bit tags with FI_MSG -> ENODATA");
 	CHECK(getinfo_rc(FI_TAGGED | FI_RMA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA, "FI_RMA -> ENODATA");
-	CHECK(getinfo_rc(FI_TAGGED | FI_REMOTE_CQ_DATA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA,
-	      "FI_REMOTE_CQ_DATA -> ENODATA");
+	CHECK(getinfo_rc(FI_TAGGED | FI_REMOTE_CQ_DATA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 4, 0) == 0,
+	      "getinfo FI_REMOTE_CQ_DATA, cq_data_size 4");
+	CHECK(getinfo_rc(FI_TAGGED | FI_MULTICAST, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA,
+	      "FI_MULTICAST -> ENODATA");
 	CHECK(getinfo_rc(FI_TAGGED | FI_ATOMIC, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA,
 	      "FI_ATOMIC -> ENODATA");
 	CHECK(getinfo_rc(FI_MSG, FI_EP_MSG, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA, "FI_EP_MSG -> ENODATA");
 	CHECK(getinfo_rc(FI_MSG, FI_EP_DGRAM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA, "FI_EP_DGRAM -> ENODATA");
 	CHECK(getinfo_rc(FI_TAGGED, FI_EP_RDM, FI_PROGRESS_AUTO, 0, 0) == -FI_ENODATA, "FI_PROGRESS_AUTO -> ENODATA");
-	CHECK(getinfo_rc(FI_TAGGED, FI_EP_RDM, FI_PROGRESS_UNSPEC, 8, 0) == -FI_ENODATA, "cq_data_size 8 -> ENODATA");
+	CHECK(getinfo_rc(FI_TAGGED | FI_REMOTE_CQ_DATA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 8, 0) == 0,
+	      "getinfo cq_data_size 8");
+	CHECK(getinfo_rc(FI_TAGGED | FI_REMOTE_CQ_DATA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 16, 0) == -FI_ENODATA,
+	      "cq_data_size 16 -> ENODATA");
 }
+
+static int use_data; /* endpoints opened with FI_REMOTE_CQ_DATA */
 
 static void open_all(const char *avtype)
 {
 	struct fi_info *h = fi_allocinfo(), *info = NULL;
-	h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE;
+	h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE | (use_data ? FI_REMOTE_CQ_DATA : 0);
+	h->domain_attr->cq_data_size = use_data ? 4 : 0;
 	h->ep_attr->type = FI_EP_RDM;
 	h->domain_attr->av_type = strcmp(avtype, "table") ? FI_AV_MAP : FI_AV_TABLE;
 	h->domain_attr->threading = FI_THREAD_SAFE;
@@ -195,6 +203,11 @@ static void open_all(const char *avtype)
 		      info->domain_attr->data_progress == FI_PROGRESS_MANUAL,
 	      "fi_getinfo returns the omx provider (%s), RDM, 63-bit tags, manual progress",
 	      info->domain_attr->name);
+	if (use_data)
+		CHECK((info->caps & FI_REMOTE_CQ_DATA) && info->domain_attr->cq_data_size >= 4,
+		      "FI_REMOTE_CQ_DATA granted, cq_data_size %zu", info->domain_attr->cq_data_size);
+	else
+		CHECK(!(info->caps & FI_REMOTE_CQ_DATA), "FI_REMOTE_CQ_DATA not granted when not asked for");
 	if ((rc = fi_fabric(info->fabric_attr, &fab, NULL)))
 		DIE("fi_fabric: %s", fi_strerror(-rc));
 	if ((rc = fi_domain(fab, info, &dom, NULL)))
@@ -308,6 +321,69 @@ static void sizes_round(int is_a, int preposted, uint64_t base)
 	}
 	for (size_t i = 0; i < NSIZES; i++)
 		free(bufs[i]);
+}
+
+/* Remote CQ data: preposted, unexpected (small and rendezvous-sized), inject, untagged, peek. */
+static void data_checks(int is_a)
+{
+	enum { BIG = 300000 };
+	static uint8_t big[BIG];
+	if (is_a) {
+		fill(big, BIG, 21);
+		barrier();
+		struct op o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0};
+		CHECK(fi_tsenddata(ep, "pre", 4, NULL, 0xdeadbeefcafe0001ULL, peer, 0x21, &o1) == 0 && wait_op(&o1, 30) &&
+			      !o1.err,
+		      "fi_tsenddata (preposted receive) completes");
+		CHECK(fi_tinjectdata(ep, "inj", 4, 0x23, peer, 0x23) == 0, "fi_tinjectdata accepted");
+		CHECK(fi_senddata(ep, "msg", 4, NULL, 0x24, peer, &o2) == 0 && wait_op(&o2, 30) && !o2.err,
+		      "fi_senddata completes");
+		tsend_wait("nodata", 7, peer, 0x25);
+		CHECK(fi_tsenddata(ep, big, BIG, NULL, 0x2600000000000026ULL, peer, 0x26, &o3) == 0 && wait_op(&o3, 60) &&
+			      !o3.err,
+		      "fi_tsenddata of %d bytes completes", BIG);
+		CHECK(fi_tsenddata(ep, "peek", 5, NULL, 0x27, peer, 0x27, &o4) == 0 && wait_op(&o4, 30) && !o4.err,
+		      "fi_tsenddata to be peeked completes");
+		barrier();
+	} else {
+		char pre[8] = {0}, inj[8] = {0}, msg[8] = {0}, nod[8] = {0}, pk[8] = {0};
+		static uint8_t rbig[BIG];
+		struct op o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0}, o5 = {0}, p = {0};
+		fi_trecv(ep, pre, sizeof(pre), NULL, FI_ADDR_UNSPEC, 0x21, 0, &o1);
+		barrier();
+		CHECK(wait_op(&o1, 30) && !o1.err && !strcmp(pre, "pre") && (o1.flags & FI_REMOTE_CQ_DATA) &&
+			      o1.data == 0xdeadbeefcafe0001ULL && o1.len == 4 && o1.src == peer,
+		      "preposted receive: FI_REMOTE_CQ_DATA flag and 8 bytes of data (data %" PRIx64 ")", o1.data);
+		/* the rest arrives unexpected: wait until the peek target is there */
+		struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x27, .context = &p};
+		double end = now() + 30;
+		do {
+			memset(&p, 0, sizeof(p));
+			fi_trecvmsg(ep, &m, FI_PEEK);
+			wait_op(&p, 5);
+		} while (p.err == FI_ENOMSG && now() < end);
+		CHECK(p.done && !p.err && p.len == 5 && (p.flags & FI_REMOTE_CQ_DATA) && p.data == 0x27,
+		      "FI_PEEK reports length and remote CQ data");
+		fi_trecv(ep, inj, sizeof(inj), NULL, FI_ADDR_UNSPEC, 0x23, 0, &o2);
+		fi_recv(ep, msg, sizeof(msg), NULL, FI_ADDR_UNSPEC, &o3);
+		fi_trecv(ep, nod, sizeof(nod), NULL, FI_ADDR_UNSPEC, 0x25, 0, &o4);
+		fi_trecv(ep, rbig, BIG, NULL, FI_ADDR_UNSPEC, 0x26, 0, &o5);
+		CHECK(wait_op(&o2, 30) && !o2.err && !strcmp(inj, "inj") && (o2.flags & FI_REMOTE_CQ_DATA) && o2.data == 0x23,
+		      "unexpected injected message with data");
+		CHECK(wait_op(&o3, 30) && !o3.err && !strcmp(msg, "msg") && (o3.flags & FI_REMOTE_CQ_DATA) &&
+			      (o3.flags & FI_MSG) && o3.data == 0x24,
+		      "untagged message with data");
+		CHECK(wait_op(&o4, 30) && !o4.err && !strcmp(nod, "nodata") && !(o4.flags & FI_REMOTE_CQ_DATA) &&
+			      o4.len == 7,
+		      "message sent without data: no FI_REMOTE_CQ_DATA flag, length without the header");
+		CHECK(wait_op(&o5, 60) && !o5.err && o5.len == BIG && (o5.flags & FI_REMOTE_CQ_DATA) &&
+			      o5.data == 0x2600000000000026ULL && verify(rbig, BIG, 21),
+		      "unexpected %d-byte message with data, intact", BIG);
+		struct op o6 = {0};
+		fi_trecv(ep, pk, sizeof(pk), NULL, FI_ADDR_UNSPEC, 0x27, 0, &o6);
+		CHECK(wait_op(&o6, 30) && !o6.err && !strcmp(pk, "peek") && o6.data == 0x27, "peeked message received");
+		barrier();
+	}
 }
 
 static void run_pair(int is_a)
@@ -447,6 +523,12 @@ static void run_pair(int is_a)
 		barrier();
 	}
 
+	if (use_data)
+		data_checks(is_a);
+	else if (is_a)
+		CHECK(fi_tsenddata(ep, "x", 1, NULL, 1, peer, 15, NULL) == -FI_EINVAL,
+		      "fi_tsenddata without FI_REMOTE_CQ_DATA -> FI_EINVAL");
+
 	/* both directions at once: 500 messages each way, wildcard receives, order checked */
 	{
 		enum { N = 500, W = 32 };
@@ -515,7 +597,8 @@ int main(int argc, char **argv)
 		return fails != 0;
 	}
 	if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b")))
-		DIE("usage: omx_fi_client getinfo | a|b DIR [map|table]");
+		DIE("usage: omx_fi_client getinfo | a|b DIR [map|table] [data]");
+	use_data = argc > 4 && !strcmp(argv[4], "data");
 	getinfo_checks();
 	open_all(argc > 3 ? argv[3] : "map");
 	exchange(argv[1], argv[2]);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_ofi_provider.sh - the "omx" libfabric provider (libomx-fi.so): fi_info lists it, fi_getinfo
 # refuses what it does not support, and a plain libfabric client (omx_fi_client) runs tagged,
-# untagged, directed, truncation, peek/claim, cancel, inject and streaming checks between two
-# network namespaces joined by veth, with FI_AV_MAP and FI_AV_TABLE.
+# untagged, directed, truncation, peek/claim, cancel, inject, remote CQ data and streaming checks
+# between two network namespaces joined by veth, with FI_AV_MAP and FI_AV_TABLE.
 #
 # Every step runs under `timeout`, so a hang fails the step instead of the whole CI job.
 # In a sanitizer build (OMX_SANITIZE=address) the provider is instrumented but fi_info is not:
@@ -37,12 +37,16 @@ fi_info0 -p omx -c FI_RMA >"$TMP/fi_info_rma.out" 2>&1
 check "fi_info -p omx -c FI_RMA finds nothing" bash -c "! grep -q 'provider: omx' '$TMP/fi_info_rma.out'"
 check "fi_info -p omx -c FI_RMA did not crash" bash -c "! grep -q 'Sanitizer\|runtime does not come first' '$TMP/fi_info_rma.out'"
 
-for av in ${OFI_AVS:-map table}; do
+# AV type, then "data" for endpoints opened with FI_REMOTE_CQ_DATA (16-byte header per message)
+for mode in ${OFI_MODES:-map table map+data}; do
+	av=${mode%%+*}
+	data=
+	[ "$mode" = "$av" ] || data=${mode#*+}
 	rm -f "$TMP"/name.*
-	check "libfabric client across namespaces, FI_AV_${av^^}" \
-		omx_run_pair "fi-$av" env FI_PROVIDER_PATH="$FIDIR" timeout -k 5 60 "$X" a "$TMP" "$av" -- \
-		env FI_PROVIDER_PATH="$FIDIR" timeout -k 5 60 "$X" b "$TMP" "$av"
-	grep -h '^FAIL\|^omx_fi_client\|ERROR' "$TMP/fi-$av".*.log
-	[ -z "${OFI_VERBOSE:-}" ] || cat "$TMP/fi-$av".*.log
+	check "libfabric client across namespaces, FI_AV_${av^^}${data:+, FI_REMOTE_CQ_DATA}" \
+		omx_run_pair "fi-$mode" env FI_PROVIDER_PATH="$FIDIR" timeout -k 5 60 "$X" a "$TMP" "$av" $data -- \
+		env FI_PROVIDER_PATH="$FIDIR" timeout -k 5 60 "$X" b "$TMP" "$av" $data
+	grep -h '^FAIL\|^omx_fi_client\|ERROR' "$TMP/fi-$mode".*.log
+	[ -z "${OFI_VERBOSE:-}" ] || cat "$TMP/fi-$mode".*.log
 done
 finish

@@ -406,12 +406,16 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 	} else {
 		struct omx_net_opts o = { 0 };
 		o.qdisc_bypass = 1;
+		omx__broker_opts(&o);
 		/* Sized in frames of the interface MTU (+ slot headers): a window of mediums and 4 pull
 		 * blocks must fit, or bursts overflow it and cost a retransmission timeout. */
 		o.rx_ring_frames = (unsigned)(((uint64_t)omx__cfg.rx_ring_kb * 1024u) / (ep->board->iface.mtu + 128u));
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
 	}
 	if (!ep->net) {
+		if (*omx_net_broker_last_refusal())
+			omx__warn("omxd refused %s endpoint %u: %s\n", ep->board->iface.name, ep->endpoint_index,
+				  omx_net_broker_last_refusal());
 		if (err == -EPERM || err == -EACCES)
 			return OMX_ACCESS_DENIED;
 		if (err == -ENODEV)

@@ -70,6 +70,7 @@ omx_return_t omx_raw_open_endpoint(uint32_t board_number, const omx_endpoint_par
 	} else {
 		struct omx_net_opts o = { 0 };
 		o.all_endpoints = 1;
+		omx__broker_opts(&o);
 		r->net = omx_net_packet_open(b->iface.name, 255, &o, &err);
 	}
 	if (!r->net) {

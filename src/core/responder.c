@@ -116,6 +116,7 @@ static void try_acquire(struct omx_responder *r, struct omx_board *b)
 	}
 	struct omx_net_opts o = { 0 };
 	o.nack_responder = 1;
+	omx__broker_opts(&o);
 	o.rx_ring_frames = 64;
 	int err = 0;
 	r->net = omx_net_packet_open(b->iface.name, 0, &o, &err);

@@ -43,3 +43,13 @@ const char *omx__lock_dir(void)
 	const char *d = getenv("OMX_LOCK_DIR");
 	return d && *d ? d : "/dev/shm";
 }
+
+/* The privilege broker: OMX_BROKER names its socket ("none" disables it), OMX_BROKER_ALWAYS=1
+ * asks it even with CAP_NET_RAW (tests, or to keep every socket's grant visible to omxd). */
+void omx__broker_opts(struct omx_net_opts *o)
+{
+	const char *p = getenv("OMX_BROKER");
+	const char *always = getenv("OMX_BROKER_ALWAYS");
+	o->broker_path = !p || !*p ? "/run/omx/omxd.sock" : strcmp(p, "none") ? p : NULL;
+	o->broker_always = always && atoi(always) > 0;
+}

@@ -13,5 +13,7 @@ struct omx_memnet *omx__test_memnet(void);
 /* Fills info for "memN" boards when a hub is set; -ENODEV otherwise. */
 int omx__test_iface_query(const char *name, struct omx_iface_info *out);
 const char *omx__lock_dir(void);
+/* Broker fields of transport options from OMX_BROKER / OMX_BROKER_ALWAYS. */
+void omx__broker_opts(struct omx_net_opts *o);
 
 #endif

@@ -57,6 +57,8 @@ struct omx_net_opts {
 	int qdisc_bypass;        /* PACKET_QDISC_BYPASS; default on */
 	int all_endpoints;       /* receive every 0x86DF frame of the board (tools, raw endpoints) */
 	int nack_responder;      /* receive NACKable frames for endpoints not open (filter not locked) */
+	const char *broker_path; /* omxd socket to ask when we may not open packet sockets; NULL: none */
+	int broker_always;       /* ask the broker even with CAP_NET_RAW */
 };
 
 /*
@@ -68,6 +70,25 @@ struct omx_net_opts {
  */
 struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const struct omx_net_opts *opts,
 				    int *err);
+
+/* The pieces of omx_net_packet_open that the broker (omxd) runs on behalf of a client: ring
+ * geometry for an MTU (want_frames 0 = default), its validation (bounded size, slots that fit a
+ * frame), and a socket with the locked per-endpoint filter (checking the interface index too, so
+ * re-binding it elsewhere shows nothing), TPACKET_V2 ring configured, bound. fd or -errno. */
+struct tpacket_req;
+int omx_net_packet_ring_req(uint32_t mtu, unsigned want_frames, struct tpacket_req *req);
+int omx_net_packet_ring_req_valid(const struct tpacket_req *req, uint32_t mtu);
+int omx_net_packet_socket(int ifindex, uint8_t endpoint, const struct omx_net_opts *opts, const struct tpacket_req *req);
+
+/* Ask omxd at broker_path for such a socket (net/broker.c). Returns the socket or -errno:
+ * -ENOENT/-ECONNREFUSED no broker, -EACCES/-EPERM refused, -EBUSY endpoint granted elsewhere.
+ * *conn receives the connection, which holds the grant until closed. */
+int omx_net_broker_request(const char *broker_path, const char *ifname, uint8_t endpoint,
+			   const struct omx_net_opts *opts, const struct tpacket_req *req, int *conn);
+/* Why the broker last refused a request of this thread ("" if it never did). */
+const char *omx_net_broker_last_refusal(void);
+void omx_net_broker_forget_refusal(void);
+
 /* Frames lost by the kernel on this packet transport (ring full: PACKET_STATISTICS tp_drops) or
  * truncated in the ring, since open. Only for handles returned by omx_net_packet_open. */
 uint64_t omx_net_packet_drops(struct omx_net *n);

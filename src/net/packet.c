@@ -58,6 +58,7 @@ struct omx_net_packet {
 	unsigned head;
 	uint64_t drops;     /* kernel drops (PACKET_STATISTICS tp_drops), accumulated */
 	uint64_t truncated; /* frames that did not fit their ring slot */
+	int broker_fd;      /* connection to omxd that holds our grant, or -1 */
 	struct sockaddr_ll dst;
 };
 
@@ -151,6 +152,8 @@ static void pkt_close(struct omx_net *n)
 		munmap(p->ring, p->ring_len);
 	if (p->sock >= 0)
 		close(p->sock);
+	if (p->broker_fd >= 0)
+		close(p->broker_fd);
 	free(p);
 }
 
@@ -207,13 +210,15 @@ int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, un
 	return 0;
 }
 
-static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all)
+static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifindex)
 {
 	unsigned i = 0;
 	/* Instruction indexes, fixed so that jump offsets can be computed by hand. */
 	enum {
 		L_PKTTYPE = 0, /* ld pkttype */
 		L_OTHER,       /* jeq OTHERHOST -> drop */
+		L_IFX,         /* ld ifindex */
+		L_IFXCHK,      /* jeq ifindex, next, drop (a re-bound socket sees no other interface) */
 		L_ETH,         /* ldh [12] */
 		L_ETHCHK,      /* jeq 0x86DF, next, drop */
 		L_PTYPE,       /* ldb [16] */
@@ -244,6 +249,8 @@ static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all)
 	}
 	f[L_PKTTYPE] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE);
 	f[L_OTHER] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OTHERHOST, J(L_OTHER, L_DROP), 0);
+	f[L_IFX] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_IFINDEX);
+	f[L_IFXCHK] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ifindex, 0, J(L_IFXCHK, L_DROP));
 	f[L_ETH] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12);
 	f[L_ETHCHK] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, OMX_ETH_P, 0, J(L_ETHCHK, L_DROP));
 	f[L_PTYPE] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 16);
@@ -267,7 +274,7 @@ static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all)
 
 /* Choose slot and block geometry: slots hold a whole frame of mtu + header (+ a VLAN tag);
  * at least 64 slots, about 2 MiB by default, at most 256 MiB. */
-static int ring_geometry(struct omx_net_packet *p, uint32_t mtu, unsigned want_frames)
+int omx_net_packet_ring_req(uint32_t mtu, unsigned want_frames, struct tpacket_req *req)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	unsigned page = pg > 0 ? (unsigned)pg : 4096u;
@@ -301,12 +308,62 @@ static int ring_geometry(struct omx_net_packet *p, uint32_t mtu, unsigned want_f
 	unsigned blocks = (frames + best_fpb - 1) / best_fpb;
 	if ((uint64_t)blocks * best_bs > OMX_RING_MAX_BYTES)
 		blocks = OMX_RING_MAX_BYTES / best_bs; /* clamp (a frame is at most 64 KiB: >= 64 slots) */
-	p->frame_size = fsz;
-	p->frames_per_block = best_fpb;
-	p->block_size = best_bs;
-	p->frame_nr = blocks * best_fpb;
-	p->ring_len = (size_t)blocks * best_bs;
+	req->tp_block_size = best_bs;
+	req->tp_block_nr = blocks;
+	req->tp_frame_size = fsz;
+	req->tp_frame_nr = blocks * best_fpb;
 	return 0;
+}
+
+int omx_net_packet_ring_req_valid(const struct tpacket_req *req, uint32_t mtu)
+{
+	uint64_t bytes = (uint64_t)req->tp_block_size * req->tp_block_nr;
+	if (!req->tp_block_size || !req->tp_frame_size || !req->tp_block_nr || bytes > OMX_RING_MAX_BYTES)
+		return -EINVAL;
+	/* Slots too small for a frame of the interface would only truncate: refuse (not a risk). */
+	if (req->tp_frame_size < TPACKET_ALIGN(TPACKET2_HDRLEN + 16) + (mtu > 65536 ? 65536 : mtu))
+		return -EINVAL;
+	return 0;
+}
+
+int omx_net_packet_socket(int ifindex, uint8_t endpoint, const struct omx_net_opts *opts, const struct tpacket_req *req)
+{
+	int one = 1, ret;
+	/* Protocol 0: no packet hook until bind(), so nothing unfiltered can be queued. */
+	int sock = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+
+	struct sock_filter insns[32];
+	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints, ifindex),
+				  .filter = insns};
+	if (opts->nack_responder) /* no endpoint open yet: every NACKable frame; replaced later */
+		prog.len = (unsigned short)build_nack_filter(insns, NULL, 0);
+	if (setsockopt(sock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
+	    (!opts->nack_responder && setsockopt(sock, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0))
+		goto fail;
+	int ver = TPACKET_V2;
+	if (setsockopt(sock, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
+		goto fail;
+	/* Best effort: old kernels lack it; then our own frames are still skipped (skb->sk check). */
+	(void)setsockopt(sock, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	if (opts->qdisc_bypass)
+		(void)setsockopt(sock, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	struct tpacket_req r = *req;
+	if (setsockopt(sock, SOL_PACKET, PACKET_RX_RING, &r, sizeof(r)) < 0)
+		goto fail;
+	struct sockaddr_ll sll;
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(OMX_ETH_P);
+	sll.sll_ifindex = ifindex;
+	if (bind(sock, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		goto fail;
+	return sock;
+fail:
+	ret = -errno;
+	close(sock);
+	return ret;
 }
 
 struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const struct omx_net_opts *opts,
@@ -315,79 +372,51 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	struct omx_net_opts defopts = {.rx_ring_frames = 0, .qdisc_bypass = 1, .all_endpoints = 0};
 	struct omx_iface_info info;
 	struct omx_net_packet *p = NULL;
-	int ret, one = 1;
+	struct tpacket_req req;
+	int ret;
 
 	if (!opts)
 		opts = &defopts;
+	omx_net_broker_forget_refusal();
 	ret = omx_iface_query(ifname, &info);
 	if (ret < 0)
 		goto fail;
-
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		ret = -ENOMEM;
 		goto fail;
 	}
 	p->sock = -1;
+	p->broker_fd = -1;
 	p->ring = MAP_FAILED;
+	omx_net_packet_ring_req(info.mtu, opts->rx_ring_frames, &req);
 
-	/* Protocol 0: no packet hook until bind(), so nothing unfiltered can be queued. */
-	p->sock = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-	if (p->sock < 0) {
-		ret = -errno;
-		goto fail;
+	/* Directly with CAP_NET_RAW; through the broker (omxd) without it, or always if asked. */
+	if (opts->broker_path && opts->broker_always)
+		ret = -EPERM;
+	else
+		ret = omx_net_packet_socket(info.ifindex, endpoint, opts, &req);
+	/* Whole-board sockets are root's only: do not bother the broker when it would refuse. */
+	int board_wide = opts->all_endpoints || opts->nack_responder;
+	if ((ret == -EPERM || ret == -EACCES) && opts->broker_path && (!board_wide || geteuid() == 0)) {
+		int b = omx_net_broker_request(opts->broker_path, ifname, endpoint, opts, &req, &p->broker_fd);
+		if (b != -ENOENT || opts->broker_always)
+			ret = b; /* no broker running: report the missing privilege, not the missing broker */
 	}
-
-	struct sock_filter insns[32];
-	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints),
-				  .filter = insns};
-	if (opts->nack_responder) /* no endpoint open yet: every NACKable frame; replaced later */
-		prog.len = (unsigned short)build_nack_filter(insns, NULL, 0);
-	if (setsockopt(p->sock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
-	    (!opts->nack_responder && setsockopt(p->sock, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0)) {
-		ret = -errno;
-		goto fail;
-	}
-
-	int ver = TPACKET_V2;
-	if (setsockopt(p->sock, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	/* Best effort: old kernels lack it; then our own frames are still skipped (skb->sk check). */
-	(void)setsockopt(p->sock, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
-	if (opts->qdisc_bypass)
-		(void)setsockopt(p->sock, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
-
-	ret = ring_geometry(p, info.mtu, opts->rx_ring_frames);
 	if (ret < 0)
 		goto fail;
-	struct tpacket_req req = {
-		.tp_block_size = p->block_size,
-		.tp_block_nr = (unsigned)(p->ring_len / p->block_size),
-		.tp_frame_size = p->frame_size,
-		.tp_frame_nr = p->frame_nr,
-	};
-	if (setsockopt(p->sock, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0) {
-		ret = -errno;
-		goto fail;
-	}
+	p->sock = ret;
+
+	p->frame_size = req.tp_frame_size;
+	p->block_size = req.tp_block_size;
+	p->frames_per_block = req.tp_block_size / req.tp_frame_size;
+	p->frame_nr = req.tp_frame_nr;
+	p->ring_len = (size_t)req.tp_block_size * req.tp_block_nr;
 	p->ring = mmap(NULL, p->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, p->sock, 0);
 	if (p->ring == MAP_FAILED) {
 		ret = -errno;
 		goto fail;
 	}
-
-	struct sockaddr_ll sll;
-	memset(&sll, 0, sizeof(sll));
-	sll.sll_family = AF_PACKET;
-	sll.sll_protocol = htons(OMX_ETH_P);
-	sll.sll_ifindex = info.ifindex;
-	if (bind(p->sock, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-
 	/* Belt and braces: nothing should be in the plain receive queue (the ring takes all). */
 	{
 		uint8_t junk[64];
@@ -397,7 +426,10 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	pkt_stats_update(p);
 	p->drops = 0;
 
-	p->dst = sll;
+	memset(&p->dst, 0, sizeof(p->dst));
+	p->dst.sll_family = AF_PACKET;
+	p->dst.sll_protocol = htons(OMX_ETH_P);
+	p->dst.sll_ifindex = info.ifindex;
 	p->dst.sll_halen = 6;
 	p->base.ops = &pkt_ops;
 	p->base.fd = p->sock;

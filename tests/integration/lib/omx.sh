@@ -7,7 +7,7 @@ OMX_BUILD=${OMX_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/bu
 PASS=0
 FAILS=0
 TMP=$(mktemp -d /tmp/omx-it.XXXXXX)
-omx_at_exit "rm -rf $TMP"
+omx_at_exit "[ -n \"${OMX_KEEP_TMP:-}\" ] || rm -rf $TMP"
 ok() { PASS=$((PASS + 1)); echo "ok   - $*"; }
 ko() { FAILS=$((FAILS + 1)); echo "FAIL - $*"; }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else ko "$what"; fi; }

@@ -16,13 +16,17 @@ source "$HERE/lib/omx.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; echo "0 passed, 0 failed"; exit 0; }
 id nobody >/dev/null 2>&1 || { echo "SKIP: no 'nobody' account"; echo "0 passed, 0 failed"; exit 0; }
 OMXD=$OMX_BUILD/daemon/omxd
-PERF=$OMX_BUILD/tools/omx_perf
-STRESS=$OMX_BUILD/tests/omx_stress
-PROBE=$OMX_BUILD/tests/omx_brokerprobe
-NOBODY="setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups --inh-caps=-all --bounding-set=-all"
+# The build tree may not be reachable by nobody (e.g. under a 0700 home): run copies from $TMP.
 chmod 755 "$TMP"
-# The unprivileged processes must reach the build tree.
-$NOBODY test -x "$PERF" || { echo "SKIP: nobody cannot execute $PERF (directory permissions)"; echo "0 passed, 0 failed"; exit 0; }
+mkdir -p "$TMP/bin"
+cp "$OMX_BUILD/tools/omx_perf" "$OMX_BUILD/tests/omx_stress" "$OMX_BUILD/tests/omx_brokerprobe" "$TMP/bin/" &&
+	cp -P "$OMX_BUILD"/src/libopen-mx.so* "$TMP/bin/" && chmod -R a+rX "$TMP/bin" ||
+	{ ko "copying the programs"; finish; }
+PERF=$TMP/bin/omx_perf
+STRESS=$TMP/bin/omx_stress
+PROBE=$TMP/bin/omx_brokerprobe
+NOBODY="setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups --inh-caps=-all --bounding-set=-all env LD_LIBRARY_PATH=$TMP/bin"
+check "nobody can run the test programs" $NOBODY "$PERF" -h
 
 omx_netns_setup 2 9000 || { ko "namespace setup"; finish; }
 omx_netns_peers_file "$TMP/peers"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz the wire codec with libFuzzer for a bounded time.
+# Fuzz with libFuzzer for a bounded time: the wire decoder, then the receive state machine
+# (frames into a live endpoint, tests/fuzz/fuzz_recv.c), half of the time each.
 #   scripts/fuzz.sh [seconds=60]
 # Environment: FUZZ_BUILD_DIR (default <repo>/build-fuzz), CC (default clang).
 # Builds tests/fuzz/fuzz_wire_decode with clang and OMX_FUZZ=ON, seeds it from
@@ -19,20 +20,27 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 	cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_C_COMPILER="$cc" -DOMX_FUZZ=ON \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" --target fuzz_wire_decode -j 2
-
-corpus="$build/fuzz-corpus/wire"
-artifacts="$build/fuzz-artifacts/"
-mkdir -p "$corpus" "$artifacts"
-
-set +e
-"$build/tests/fuzz/fuzz_wire_decode" -max_total_time="$secs" -max_len=9100 -timeout=10 \
-	-artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" "$src/tests/fuzz/corpus/wire"
-rc=$?
-set -e
-if [ "$rc" -ne 0 ]; then
-	echo "fuzz.sh: fuzzer failed (exit $rc); crashing inputs:" >&2
-	ls -l "$artifacts" >&2 || true
-	exit "$rc"
-fi
-echo "fuzz.sh: no crash in ${secs}s"
+cmake --build "$build" --target fuzz_wire_decode fuzz_recv -j 2
+half=$(( (secs + 1) / 2 ))
+status=0
+# run_fuzzer NAME CORPUS-NAME MAX-LEN
+run_fuzzer() {
+	local name=$1 cname=$2 maxlen=$3
+	local corpus="$build/fuzz-corpus/$cname" artifacts="$build/fuzz-artifacts/$cname/"
+	mkdir -p "$corpus" "$artifacts"
+	set +e
+	"$build/tests/fuzz/$name" -max_total_time="$half" -max_len="$maxlen" -timeout=10 -rss_limit_mb=4096 \
+		-artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" "$src/tests/fuzz/corpus/$cname"
+	local rc=$?
+	set -e
+	if [ "$rc" -ne 0 ]; then
+		echo "fuzz.sh: $name failed (exit $rc); crashing inputs:" >&2
+		ls -l "$artifacts" >&2 || true
+		status=$rc
+	else
+		echo "fuzz.sh: $name: no crash in ${half}s"
+	fi
+}
+run_fuzzer fuzz_wire_decode wire 9100
+run_fuzzer fuzz_recv recv 400000
+exit $status

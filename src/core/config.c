@@ -90,6 +90,8 @@ void omx__config_load_open(void)
 	c->connect_pollall = (int)env_u32("OMX_CONNECT_POLLALL", NULL, 0);
 	c->spin_us = env_u32("OMX_SPIN_US", NULL, 100);
 	c->rx_ring_kb = env_u32("OMX_RX_RING_KB", NULL, 16384);
+	c->unexp_max = (uint64_t)env_u32("OMX_UNEXP_MAX_KB", NULL, 65536) * 1024u;
+	c->unexp_peer_max = (uint64_t)env_u32("OMX_UNEXP_PEER_MAX_KB", NULL, 16384) * 1024u;
 	c->progress_thread = (int)env_u32("OMX_PROGRESS_THREAD", NULL, 1);
 	c->close_linger_ns = omx__ms_to_ns(env_u32("OMX_CLOSE_LINGER_MS", NULL, 1000));
 	c->progress_idle_ns = (uint64_t)env_u32("OMX_PROGRESS_IDLE_US", NULL, 1000) * 1000u;

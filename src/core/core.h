@@ -46,6 +46,8 @@ struct omx_config {
 	int waitspin, waitintr, disable_self, connect_pollall;
 	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
 	uint32_t rx_ring_kb;       /* receive ring per endpoint */
+	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
+	uint64_t unexp_peer_max;   /* ... of which one partner may use */
 	int progress_thread;       /* asynchronous progress thread per endpoint */
 	uint64_t close_linger_ns;  /* close waits this long for unacked messages (NOTIFYs...) */
 	uint64_t progress_idle_ns; /* application idle this long -> the thread takes over */
@@ -148,6 +150,7 @@ enum {
 	OMX_C_DROP_PULL_REPLY_BAD_WIRE_HANDLE = 60, OMX_C_DROP_PULL_REPLY_BAD_SEQNUM_WRAP = 61,
 	OMX_C_DROP_PULL_REPLY_BAD_SEQNUM = 62, OMX_C_DROP_PULL_REPLY_DUPLICATE = 63,
 	OMX_C_DROP_NACK_MCP_BAD_MAGIC_ENDPOINT = 64, OMX_C_DROP_NACK_MCP_BAD_WIRE_HANDLE = 65,
+	OMX_C_UNEXP_QUEUE_FULL = 38,
 	OMX_C_DROP_HOST_REPLY_BAD_MAGIC = 66, OMX_C_DROP_NOT_IMPLEMENTED = 69, OMX_C_DROP_INVALID_PTYPE = 70,
 	OMX_C_DROP_UNKNOWN_PTYPE = 71,
 };
@@ -225,6 +228,7 @@ union omx_request {
 				uint32_t frags_mask; /* received fragments */
 				uint32_t received;   /* distinct bytes received (message coordinates) */
 				uint8_t *unexp_buf;  /* unexpected: copy of the payload (msg_length bytes) */
+				uint32_t unexp_charge; /* bytes charged to the endpoint and partner */
 				union omx_request *self_send; /* unexpected self message: the waiting send */
 				/* large */
 				uint8_t rdma_id, rdma_seqnum;
@@ -274,6 +278,7 @@ struct omx_partner {
 	struct omx_list partial_recvs; /* mediums being reassembled, oldest seqnum first */
 	struct omx_list early;         /* out-of-order frames, by seqnum */
 	uint32_t early_count;
+	uint64_t unexp_bytes; /* charged for its messages on ep->unexp (recv.c) */
 	/* acks owed */
 	int ack_state; /* 0 none, 1 delayed, 2 immediate */
 	uint64_t ack_since_ns;
@@ -315,6 +320,7 @@ struct omx_endpoint {
 	/* queues */
 	struct omx_list posted_recvs;
 	struct omx_list unexp;
+	uint64_t unexp_bytes; /* charged for unexpected messages (bounded by omx__cfg.unexp_max) */
 	struct omx_list done;
 	struct omx_list resend_list;  /* NEED_ACK sends by last transmission time */
 	struct omx_list connect_list; /* connect requests by last transmission time */
@@ -436,6 +442,11 @@ void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
 omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
 			    uint64_t mask, void *context, omx_request_t *request);
 int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request **out);
+/* Give back what an unexpected message was charged (when matched or freed). */
+/* Out-of-order frames held for partner p: give one's charge back / drop them all. */
+void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len);
+void omx__early_drop_all(struct omx_partner *p);
+void omx__unexp_uncharge(union omx_request *r);
 /* Offer an unmatched message to the unexpected handler. Returns 1 if the handler finished it. */
 int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
 			   const void *data);

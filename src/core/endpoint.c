@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -218,6 +219,15 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 		uint64_t v;
 		(void)!read(ep->event_fd, &v, sizeof(v));
 	}
+	/* A pending socket error (ENETDOWN after the link went down) keeps poll() returning until
+	 * it is read: read it, or every later sleep would be a busy loop. */
+	for (int i = 0; i < 3; i += 2)
+		if (r > 0 && (fds[i].revents & POLLERR)) {
+			int err = 0;
+			socklen_t len = sizeof(err);
+			(void)getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+			omx__verbose("endpoint %u: socket error %s\n", ep->endpoint_index, strerror(err));
+		}
 	pthread_mutex_lock(&ep->lock);
 	ep->poller_active = 0;
 	if (intr && omx__cfg.waitintr && !ep->poller_is_thread)
@@ -458,7 +468,9 @@ static omx_return_t try_open(struct omx_endpoint *ep, uint32_t board, uint32_t i
 			  omx__cfg.wire_mode == OMX_WIRE_COMPAT ? OMX_WIRE_COMPAT_MTU : OMX_WIRE_MTU_MIN);
 		return OMX_BOARD_NOT_FOUND;
 	}
-	if (getrandom(&ep->session, sizeof(ep->session), 0) != sizeof(ep->session))
+	if (omx__test_session_base())
+		ep->session = omx__test_session_base() + board * 256u + index; /* reproducible frames (fuzzing) */
+	else if (getrandom(&ep->session, sizeof(ep->session), 0) != sizeof(ep->session))
 		ep->session = (uint32_t)(omx_now_ns() ^ ((uint64_t)getpid() << 16));
 	int r = slot_lock(ep);
 	if (r == -EBUSY)

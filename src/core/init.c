@@ -16,7 +16,7 @@ struct omx_globals omx__g = {
 
 /* ---- diagnostics ---- */
 
-static void vmsg(const char *tag, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vmsg(const char *tag, const char *fmt, va_list ap)
 {
 	char buf[512];
 	int n = snprintf(buf, sizeof(buf), "%s%s", omx__cfg.verbose_prefix[0] ? omx__cfg.verbose_prefix : "OMX: ",
@@ -141,7 +141,8 @@ static omx_error_handler_t global_handler(void)
 	return h ? h : handler_before_init;
 }
 
-static omx_return_t vraise(omx_error_handler_t h, omx_return_t code, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static omx_return_t vraise(omx_error_handler_t h, omx_return_t code,
+								   const char *fmt, va_list ap)
 {
 	char msg[256];
 	vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -152,10 +152,7 @@ void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mod
 		omx__req_free(r);
 	}
 	/* Early frames are dropped. */
-	omx_list_for_each_safe(pos, tmp, &p->early) {
-		omx_list_del(pos);
-		free(pos);
-	}
+	omx__early_drop_all(p);
 	p->early_count = 0;
 	omx_list_del(&p->ack_elt);
 	p->ack_state = 0;

@@ -183,6 +183,35 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
 	}
 }
 
+/* Unexpected memory is bounded per endpoint and per partner: past either limit a message is not
+ * taken (not acked) and its sender retransmits later, so a flooding partner slows itself down
+ * while others still get through. */
+static int unexp_room(struct omx_endpoint *ep, struct omx_partner *p, uint32_t cost)
+{
+	if (ep->unexp_bytes + cost <= omx__cfg.unexp_max && p->unexp_bytes + cost <= omx__cfg.unexp_peer_max)
+		return 1;
+	omx__count(ep->board, OMX_C_UNEXP_QUEUE_FULL);
+	return 0;
+}
+
+void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len)
+{
+	uint32_t c = (uint32_t)(sizeof(struct omx_early) + frame_len);
+	p->ep->unexp_bytes -= c;
+	p->unexp_bytes -= c;
+}
+
+void omx__unexp_uncharge(union omx_request *r)
+{
+	uint32_t c = r->s.u.recv.unexp_charge;
+	if (!c)
+		return;
+	r->s.ep->unexp_bytes -= c;
+	if (r->s.partner)
+		r->s.partner->unexp_bytes -= c;
+	r->s.u.recv.unexp_charge = 0;
+}
+
 /* New in-sequence message: match it, offer it to the handler, or queue it as unexpected.
  * Returns 0 if it could not be stored (the sender will retransmit). */
 static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt)
@@ -193,6 +222,10 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 		deliver_first(ep, p, r, pkt, 0);
 		return 1;
 	}
+	/* Checked before the unexpected handler, which must see each message once. */
+	uint32_t cost = (pkt->ptype == OMX_PT_RNDV ? 0 : len) + (uint32_t)sizeof(*r); /* payload copy + request */
+	if (!unexp_room(ep, p, cost))
+		return 0;
 	const void *data = NULL;
 	if (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL ||
 	    (pkt->ptype == OMX_PT_MEDIUM && pkt->u.msg.frag_length == len))
@@ -228,6 +261,9 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 		}
 	}
 	deliver_first(ep, p, r, pkt, 1);
+	r->s.u.recv.unexp_charge = cost;
+	ep->unexp_bytes += cost;
+	p->unexp_bytes += cost;
 	return 1;
 }
 
@@ -252,6 +288,11 @@ static void store_early(struct omx_partner *p, uint16_t seq, const struct omx_pk
 	struct omx_list *pos, *tmp, *before = &p->early;
 	if (p->early_count >= OMX_EARLY_FRAMES_MAX)
 		return;
+	/* Out-of-order frames are held against the same memory bounds as unexpected messages. */
+	struct omx_endpoint *ep = p->ep;
+	uint32_t cost = (uint32_t)(sizeof(struct omx_early) + len);
+	if (!unexp_room(ep, p, cost))
+		return;
 	omx_list_for_each_safe(pos, tmp, &p->early) {
 		struct omx_early *e = omx_container_of(pos, struct omx_early, elt);
 		uint16_t de = omx_seq_diff(e->seqnum, p->next_complete_seq);
@@ -269,6 +310,8 @@ static void store_early(struct omx_partner *p, uint16_t seq, const struct omx_pk
 	e->frag = frag;
 	e->len = (uint32_t)len;
 	memcpy(e->frame, frame, len);
+	ep->unexp_bytes += cost;
+	p->unexp_bytes += cost;
 	/* insert before `before` */
 	e->elt.next = before;
 	e->elt.prev = before->prev;
@@ -289,11 +332,23 @@ static void drain_early(struct omx_endpoint *ep, struct omx_partner *p)
 			break;
 		omx_list_del(&e->elt);
 		p->early_count--;
+		omx__early_uncharge(p, e->len);
 		struct omx_pkt pkt;
 		if (omx_wire_decode(&ep->wp, e->frame, e->len, &pkt) == OMX_WIRE_OK)
 			recv_sequenced(ep, p, &pkt, e->frame, e->len, 1);
 		free(e);
 	}
+}
+
+void omx__early_drop_all(struct omx_partner *p)
+{
+	struct omx_early *e;
+	while ((e = omx_list_first(&p->early, struct omx_early, elt))) {
+		omx_list_del(&e->elt);
+		omx__early_uncharge(p, e->len);
+		free(e);
+	}
+	p->early_count = 0;
 }
 
 /* ---- sequenced packets: TINY SMALL MEDIUM RNDV NOTIFY ---- */
@@ -455,6 +510,7 @@ static void take_unexpected(struct omx_endpoint *ep, union omx_request *u)
 {
 	omx_list_del(&u->s.done_elt);
 	u->s.state &= ~OMX_RS_UNEXPECTED;
+	omx__unexp_uncharge(u);
 	uint32_t len = u->s.status.msg_length;
 	u->s.status.xfer_length = len < u->s.total_len ? len : u->s.total_len;
 	if (u->s.type == OMX_REQ_RECV_LARGE) {

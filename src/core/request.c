@@ -35,6 +35,7 @@ void omx__req_free(union omx_request *r)
 		if (r->s.u.send.data && r->s.u.send.data != r->s.u.send.inline_data)
 			free(r->s.u.send.data);
 	} else if (r->s.type == OMX_REQ_RECV || r->s.type == OMX_REQ_RECV_LARGE) {
+		omx__unexp_uncharge(r);
 		free(r->s.u.recv.unexp_buf);
 	}
 	free(r);

@@ -53,3 +53,15 @@ void omx__broker_opts(struct omx_net_opts *o)
 	o->broker_path = !p || !*p ? "/run/omx/omxd.sock" : strcmp(p, "none") ? p : NULL;
 	o->broker_always = always && atoi(always) > 0;
 }
+
+static uint32_t session_base;
+
+void omx__test_set_session_base(uint32_t base)
+{
+	session_base = base;
+}
+
+uint32_t omx__test_session_base(void)
+{
+	return session_base;
+}

@@ -13,6 +13,10 @@ struct omx_memnet *omx__test_memnet(void);
 /* Fills info for "memN" boards when a hub is set; -ENODEV otherwise. */
 int omx__test_iface_query(const char *name, struct omx_iface_info *out);
 const char *omx__lock_dir(void);
+/* Sessions of endpoints opened from now on: base + board * 256 + index instead of random
+ * (0 = random again), so that recorded frames replay against a new process (fuzzing). */
+void omx__test_set_session_base(uint32_t base);
+uint32_t omx__test_session_base(void);
 /* Broker fields of transport options from OMX_BROKER / OMX_BROKER_ALWAYS. */
 void omx__broker_opts(struct omx_net_opts *o);
 

@@ -38,6 +38,8 @@ struct omx_memnet {
 	pthread_mutex_t lock;
 	struct mem_net *list;
 	struct omx_memnet_stats stats;
+	omx_net_rx_fn tap; /* sees every frame sent (tests that record traffic) */
+	void *tap_arg;
 };
 
 static struct mem_net *to_mem(struct omx_net *n)
@@ -113,6 +115,8 @@ static int mem_send(struct omx_net *n, const struct iovec *iov, unsigned iovcnt)
 
 	pthread_mutex_lock(&hub->lock);
 	hub->stats.sent++;
+	if (hub->tap)
+		hub->tap(hub->tap_arg, f->data, len);
 	if (len > (size_t)n->mtu + OMX_ETH_HLEN) {
 		/* The kernel refuses such a frame on a packet socket. */
 		hub->stats.dropped_mtu++;
@@ -280,4 +284,12 @@ struct omx_net *omx_net_mem_open(struct omx_memnet *hub, const uint8_t mac[6], u
 	*pp = t;
 	pthread_mutex_unlock(&hub->lock);
 	return &t->base;
+}
+
+void omx_memnet_set_tap(struct omx_memnet *hub, omx_net_rx_fn fn, void *arg)
+{
+	pthread_mutex_lock(&hub->lock);
+	hub->tap = fn;
+	hub->tap_arg = arg;
+	pthread_mutex_unlock(&hub->lock);
 }

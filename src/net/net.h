@@ -118,6 +118,8 @@ struct omx_memnet_stats {
 	uint64_t sent, delivered, dropped_mtu, dropped_overflow, dropped_noroute;
 };
 void omx_memnet_stats(struct omx_memnet *hub, struct omx_memnet_stats *out);
+/* Calls fn for every frame sent on the hub (under the hub lock; fn must not send). NULL: off. */
+void omx_memnet_set_tap(struct omx_memnet *hub, omx_net_rx_fn fn, void *arg);
 
 /*
  * Fault injection (tests only, off by default). Applied to frames on send. Rates are

@@ -62,8 +62,9 @@ omx_host_exec 0 env $(omx_env 0) timeout 60 "$P" serve -e 5 -t 30 >"$TMP/keeper.
 omx_host_exec 1 env $(omx_env 1) timeout 120 "$P" recvcheck 268435456 "$TMP/never" >"$TMP/recvkill.log" 2>&1 &
 R=$!
 for _ in $(seq 100); do grep -q ready "$TMP/recvkill.log" && break; sleep 0.05; done
-omx_host_exec 0 env $(omx_env 0) OMX_PROGRESS_THREAD=0 timeout 60 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 268435456 30 "$TMP/x" >/dev/null 2>&1 &
-sleep 2
+omx_host_exec 0 env $(omx_env 0) OMX_PROGRESS_THREAD=0 timeout 60 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 268435456 30 "$TMP/x" >"$TMP/sendkill.log" 2>&1 &
+for _ in $(seq 200); do grep -q posted "$TMP/sendkill.log" && break; sleep 0.05; done
+sleep 1 # the rendezvous is in, pulls are going unanswered (no progress thread in the sender)
 pkill -KILL -f "omx_faultprog sleepsend"
 wait $R
 sed 's/^/  [killed sender] /' "$TMP/recvkill.log"

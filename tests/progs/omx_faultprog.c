@@ -234,6 +234,8 @@ static int sleepsend(int argc, char **argv)
 	omx_status_t st;
 	uint32_t res = 0;
 	omx_isend(ep, buf, n, addr, 0x51EE9, NULL, &req);
+	printf("posted\n");
+	fflush(stdout);
 	sleep((unsigned)secs); /* computing: no library call */
 	FILE *f = fopen(argv[5], "w");
 	if (f)

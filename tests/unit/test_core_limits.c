@@ -1,0 +1,177 @@
+/*
+ * test_core_limits.c - bounded resources under a flood (issue: hardening). Over the in-memory
+ * hub, endpoint B floods endpoint A with unexpected messages far beyond A's per-partner limit
+ * (OMX_UNEXP_PEER_MAX_KB) while A posts nothing: A's unexpected memory stays under both limits
+ * and the refusals are counted; a third endpoint C still gets its messages through to A at
+ * once; when A finally posts its receives, every one of B's messages arrives, intact and in order
+ * (refused messages were retransmitted, nothing was lost), and all charges are given back.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "open-mx.h"
+#include "core/core.h"
+#include "core/testhooks.h"
+
+static int passed, failed;
+#define CHECK(c)                                                                             \
+	do {                                                                                 \
+		if (c)                                                                       \
+			passed++;                                                            \
+		else {                                                                       \
+			failed++;                                                            \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);         \
+		}                                                                            \
+	} while (0)
+
+#define PEER_MAX_KB 256
+#define EP_MAX_KB 1024
+#define FLOOD 120     /* messages from B */
+#define MSG_LEN 8000  /* a medium: 120 x 8000 B = 960 KB, almost 4x B's share */
+#define OTHERS 20     /* messages from C */
+
+static omx_endpoint_t A, B, C;
+
+static void pump(void)
+{
+	omx_progress(A);
+	omx_progress(B);
+	omx_progress(C);
+}
+
+static void pump_ms(int ms)
+{
+	uint64_t end = omx_now_ns() + (uint64_t)ms * 1000000u;
+	while (omx_now_ns() < end)
+		pump();
+}
+
+static int wait_req(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st, int max_ms)
+{
+	uint32_t res = 0;
+	uint64_t end = omx_now_ns() + (uint64_t)max_ms * 1000000ull;
+	while (omx_now_ns() < end) {
+		omx_test(ep, req, st, &res);
+		if (res)
+			return 1;
+		pump();
+	}
+	return 0;
+}
+
+static void fill(uint8_t *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)((seed * 2654435761u) >> 11 ^ i * 7);
+}
+
+static omx_endpoint_addr_t connect_to_a(omx_endpoint_t from)
+{
+	uint64_t nic_a;
+	omx_request_t r;
+	omx_status_t st;
+	omx_endpoint_addr_t addr;
+	memset(&addr, 0, sizeof(addr));
+	CHECK(omx_board_number_to_nic_id(0, &nic_a) == OMX_SUCCESS);
+	CHECK(omx_iconnect(from, nic_a, 0, 0x77, 0, NULL, &r) == OMX_SUCCESS);
+	CHECK(wait_req(from, &r, &st, 3000) && st.code == OMX_SUCCESS);
+	return st.addr;
+}
+
+static unsigned unexp_count(omx_endpoint_t ep)
+{
+	unsigned n = 0;
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->unexp) n++;
+	return n;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/omx-test-XXXXXX";
+	if (!mkdtemp(dir))
+		return 2;
+	setenv("OMX_LOCK_DIR", dir, 1);
+	setenv("OMX_IFACES", "mem0,mem1,mem2", 1);
+	setenv("OMX_HOSTNAME", "unit", 1);
+	setenv("OMX_RESEND_DELAY_MS", "20", 1);
+	setenv("OMX_PROGRESS_THREAD", "0", 1);
+	char v[32];
+	snprintf(v, sizeof(v), "%d", PEER_MAX_KB);
+	setenv("OMX_UNEXP_PEER_MAX_KB", v, 1);
+	snprintf(v, sizeof(v), "%d", EP_MAX_KB);
+	setenv("OMX_UNEXP_MAX_KB", v, 1);
+	struct omx_memnet *hub = omx_memnet_create();
+	omx__test_set_memnet(hub, 9000);
+	CHECK(omx_init() == OMX_SUCCESS);
+	CHECK(omx_open_endpoint(0, 0, 0x77, NULL, 0, &A) == OMX_SUCCESS);
+	CHECK(omx_open_endpoint(1, 0, 0x77, NULL, 0, &B) == OMX_SUCCESS);
+	CHECK(omx_open_endpoint(2, 0, 0x77, NULL, 0, &C) == OMX_SUCCESS);
+	omx_endpoint_addr_t b2a = connect_to_a(B), c2a = connect_to_a(C);
+
+	/* The flood: B sends everything at once, A posts nothing. */
+	static uint8_t sbuf[FLOOD][MSG_LEN], rbuf[FLOOD][MSG_LEN];
+	omx_request_t sreq[FLOOD], rreq[FLOOD];
+	omx_status_t st;
+	for (int i = 0; i < FLOOD; i++) {
+		fill(sbuf[i], MSG_LEN, (uint64_t)i + 1);
+		CHECK(omx_isend(B, sbuf[i], MSG_LEN, b2a, 0xB000 + (uint64_t)i, NULL, &sreq[i]) == OMX_SUCCESS);
+	}
+	pump_ms(400); /* many resend rounds (20 ms) */
+	unsigned stored = unexp_count(A);
+	uint32_t refused = A->board->counters[OMX_C_UNEXP_QUEUE_FULL];
+	printf("flood: %u of %d messages held unexpected, %llu bytes charged, %u refusals counted\n", stored, FLOOD,
+	       (unsigned long long)A->unexp_bytes, refused);
+	CHECK(A->unexp_bytes <= (uint64_t)PEER_MAX_KB * 1024u);
+	CHECK((uint64_t)stored * MSG_LEN <= (uint64_t)PEER_MAX_KB * 1024u);
+	CHECK(stored >= (PEER_MAX_KB * 1024u) / (MSG_LEN + 2048u)); /* the share is used, not just refused */
+	CHECK(refused > 0);
+
+	/* Another partner is not held up by B's flood. */
+	static uint8_t cs[OTHERS][MSG_LEN], cr[OTHERS][MSG_LEN];
+	omx_request_t csr[OTHERS], crr[OTHERS];
+	for (int i = 0; i < OTHERS; i++) {
+		fill(cs[i], MSG_LEN, 1000u + (uint64_t)i);
+		CHECK(omx_isend(C, cs[i], MSG_LEN, c2a, 0xC000 + (uint64_t)i, NULL, &csr[i]) == OMX_SUCCESS);
+	}
+	pump_ms(50);
+	int c_ok = 0;
+	for (int i = 0; i < OTHERS; i++) {
+		CHECK(omx_irecv(A, cr[i], MSG_LEN, 0xC000 + (uint64_t)i, ~0ull, NULL, &crr[i]) == OMX_SUCCESS);
+		c_ok += wait_req(A, &crr[i], &st, 2000) && st.code == OMX_SUCCESS && !memcmp(cr[i], cs[i], MSG_LEN);
+	}
+	CHECK(c_ok == OTHERS);
+	for (int i = 0; i < OTHERS; i++)
+		CHECK(wait_req(C, &csr[i], &st, 2000) && st.code == OMX_SUCCESS);
+
+	/* A drains B's messages: all of them, intact, in order (each receive matches one exactly,
+	 * and the order of completion must follow B's sends). */
+	for (int i = 0; i < FLOOD; i++)
+		CHECK(omx_irecv(A, rbuf[i], MSG_LEN, 0xB000 + (uint64_t)i, ~0ull, NULL, &rreq[i]) == OMX_SUCCESS);
+	int b_ok = 0;
+	for (int i = 0; i < FLOOD; i++)
+		b_ok += wait_req(A, &rreq[i], &st, 20000) && st.code == OMX_SUCCESS && st.xfer_length == MSG_LEN &&
+			!memcmp(rbuf[i], sbuf[i], MSG_LEN);
+	printf("drain: %d of %d messages from the flooding partner received intact\n", b_ok, FLOOD);
+	CHECK(b_ok == FLOOD);
+	int sent_ok = 0;
+	for (int i = 0; i < FLOOD; i++)
+		sent_ok += wait_req(B, &sreq[i], &st, 5000) && st.code == OMX_SUCCESS;
+	CHECK(sent_ok == FLOOD);
+	CHECK(A->unexp_bytes == 0);
+	CHECK(unexp_count(A) == 0);
+
+	CHECK(omx_close_endpoint(A) == OMX_SUCCESS);
+	CHECK(omx_close_endpoint(B) == OMX_SUCCESS);
+	CHECK(omx_close_endpoint(C) == OMX_SUCCESS);
+	CHECK(omx_finalize() == OMX_SUCCESS);
+	omx_memnet_destroy(hub);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", dir);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -196,6 +196,13 @@ static uint64_t now_ns(void)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int omx_ready = -1; /* -1 not tried, 0 failed, 1 ok */
+static int ofx_verbose;   /* OMX_FI_VERBOSE: 1 endpoints, 2 refused hints, 3 all hints, 4 every operation */
+
+#define OFX_TRACE(...)                                                                                          \
+	do {                                                                                                     \
+		if (ofx_verbose >= 4)                                                                            \
+			fprintf(stderr, "omx-fi: " __VA_ARGS__);                                                 \
+	} while (0)
 
 static int ofx_omx_init(void)
 {
@@ -203,6 +210,8 @@ static int ofx_omx_init(void)
 	if (omx_ready < 0) {
 		omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
 		omx_ready = omx_init() == OMX_SUCCESS;
+		const char *v = getenv("OMX_FI_VERBOSE");
+		ofx_verbose = v ? atoi(v) : 0;
 		const char *t = getenv("OMX_FI_CONNECT_TIMEOUT");
 		if (t && atoi(t) > 0)
 			connect_timeout_ns = (uint64_t)atoi(t) * 1000000ull;
@@ -258,6 +267,8 @@ static int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, voi
 		cq->cap = ncap;
 		cq->head = 0;
 	}
+	OFX_TRACE("completion ctx %p flags %" PRIx64 " len %zu tag %016" PRIx64 " data %" PRIx64 " src %" PRId64 "\n",
+		  ctx, flags, len, tag, data, (int64_t)src);
 	struct ofx_cq_slot *s = &cq->ring[(cq->head + cq->count) % cq->cap];
 	s->e.op_context = ctx;
 	s->e.flags = flags;
@@ -273,6 +284,7 @@ static int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, voi
 static void cq_push_err(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
 			uint64_t data, size_t olen, int err, int prov_errno)
 {
+	OFX_TRACE("error completion ctx %p flags %" PRIx64 " err %d olen %zu\n", ctx, flags, err, olen);
 	struct ofx_cq_err *e = calloc(1, sizeof(*e));
 	if (!e)
 		return;
@@ -517,6 +529,8 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 		memcpy(&av->tab[av->n], (const char *)addr + i * sizeof(struct ofx_name), sizeof(struct ofx_name));
 		av->valid[av->n] = 1;
 		av_hash_put(av, av->n);
+		OFX_TRACE("av insert %012" PRIx64 ":%u key %08x -> fi_addr %zu\n", av->tab[av->n].nic, av->tab[av->n].epid,
+			  av->tab[av->n].key, av->n);
 		if (fi_addr)
 			fi_addr[i] = av->n;
 		av->n++;
@@ -710,6 +724,8 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 	omx_decompose_endpoint_addr(source, &snic, &sepid);
 	fi_addr_t src = av_find(ep->av, snic, sepid);
 	struct ofx_op *prev = NULL;
+	OFX_TRACE("incoming match %016" PRIx64 " len %u from %012" PRIx64 ":%u (fi_addr %" PRId64 ")\n", match,
+		  msg_length, snic, sepid, (int64_t)src);
 	for (struct ofx_op *r = ep->posted_head; r; prev = r, r = r->next) {
 		if (!op_matches(ep, r, match, src))
 			continue;
@@ -1024,6 +1040,8 @@ static ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t
 		return -FI_EMSGSIZE;
 	if ((flags & FI_REMOTE_CQ_DATA) && !ep->hlen)
 		return -FI_EINVAL; /* endpoint opened without FI_REMOTE_CQ_DATA */
+	OFX_TRACE("send%s len %zu dest %" PRId64 " tag %016" PRIx64 " flags %" PRIx64 " data %" PRIx64 "\n",
+		  tagged ? " tagged" : "", len, (int64_t)dest, match, flags, data);
 	if ((flags & FI_INJECT) && len > OFX_INJECT_SIZE)
 		return -FI_EMSGSIZE;
 	struct ofx_op *s = calloc(1, sizeof(*s));
@@ -1045,7 +1063,8 @@ static ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t
 			free(s);
 			return -FI_ENOMEM;
 		}
-		memcpy(s->inject_copy, buf, len);
+		if (len)
+			memcpy(s->inject_copy, buf, len); /* buf may be NULL for 0 bytes */
 	} else {
 		s->completion = !ep->tx_selective || (flags & FI_COMPLETION);
 	}
@@ -1082,6 +1101,8 @@ static ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, 
 {
 	if (!(ep->caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
+	OFX_TRACE("recv%s len %zu src %" PRId64 " tag %016" PRIx64 " ignore %016" PRIx64 " flags %" PRIx64 "\n",
+		  tagged ? " tagged" : "", len, (int64_t)src, tag, ignore, flags);
 	ssize_t ret = 0;
 	dom_lock(ep->dom);
 	if (!ep->enabled) {
@@ -1632,6 +1653,11 @@ static int dom_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 		free(ep);
 		return r == OMX_BUSY ? -FI_EBUSY : -FI_ENODEV;
 	}
+	const char *v = getenv("OMX_FI_VERBOSE");
+	if (v && atoi(v) > 0)
+		fprintf(stderr, "omx-fi: endpoint %012" PRIx64 ":%u opened, caps %s, tag mask %016" PRIx64 ", %s\n",
+			ep->self.nic, ep->self.epid, fi_tostr(&ep->caps, FI_TYPE_CAPS), ep->tag_mask,
+			ep->hlen ? "remote CQ data (message header)" : "no remote CQ data");
 	*out = &ep->ep;
 	return 0;
 }
@@ -1871,6 +1897,9 @@ static int hints_ok(const struct fi_info *h, uint64_t *caps, uint64_t *tag_fmt)
 			return -FI_ENODATA;
 		if (d->cq_data_size > OFX_CQ_DATA_SIZE)
 			return -FI_ENODATA;
+		/* asking for CQ data space means wanting remote CQ data (Open MPI's MTL does so) */
+		if (d->cq_data_size)
+			*caps |= FI_REMOTE_CQ_DATA;
 		if (d->caps & ~(FI_REMOTE_COMM | FI_LOCAL_COMM))
 			return -FI_ENODATA;
 	}
@@ -1895,8 +1924,15 @@ static int ofx_getinfo(uint32_t version, const char *node, const char *service, 
 {
 	uint64_t caps, tag_fmt = ~0ULL;
 	*info = NULL;
-	if (hints_ok(hints, &caps, &tag_fmt))
+	const char *v = getenv("OMX_FI_VERBOSE");
+	int verbose = v ? atoi(v) : 0;
+	if (verbose >= 3)
+		fprintf(stderr, "omx-fi: fi_getinfo hints:\n%s", hints ? fi_tostr(hints, FI_TYPE_INFO) : "(none)\n");
+	if (hints_ok(hints, &caps, &tag_fmt)) {
+		if (verbose >= 2)
+			fprintf(stderr, "omx-fi: fi_getinfo: hints not supported:\n%s", fi_tostr(hints, FI_TYPE_INFO));
 		return -FI_ENODATA;
+	}
 	if (hints && hints->fabric_attr && hints->fabric_attr->name && strcmp(hints->fabric_attr->name, OFX_NAME))
 		return -FI_ENODATA;
 	if (!ofx_omx_init())

@@ -17,6 +17,11 @@ have unshare || need+=(util-linux)
 have timeout || need+=(coreutils)
 have readelf || need+=(binutils)
 have pkg-config || need+=(pkg-config)
+# libfabric provider (ofi/) and Open MPI over it
+pkg-config --exists libfabric 2>/dev/null || need+=(libfabric-dev)
+have fi_info || need+=(libfabric-bin)
+have mpirun || need+=(openmpi-bin)
+have mpicc || need+=(libopenmpi-dev)
 # libFuzzer and the sanitizer runtimes for clang
 if have clang && ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   need+=("libclang-rt-$(clang --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p')-dev")

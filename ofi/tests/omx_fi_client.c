@@ -170,6 +170,26 @@ static void getinfo_checks(void)
 	CHECK(getinfo_rc(FI_TAGGED | FI_RMA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA, "FI_RMA -> ENODATA");
 	CHECK(getinfo_rc(FI_TAGGED | FI_REMOTE_CQ_DATA, FI_EP_RDM, FI_PROGRESS_UNSPEC, 4, 0) == 0,
 	      "getinfo FI_REMOTE_CQ_DATA, cq_data_size 4");
+	{
+		struct fi_info *h = fi_allocinfo(), *info = NULL;
+		h->caps = FI_TAGGED;
+		h->ep_attr->type = FI_EP_RDM;
+		h->domain_attr->cq_data_size = 4;
+		h->fabric_attr->prov_name = strdup("omx");
+		int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+		CHECK(rc == 0 && (info->caps & FI_REMOTE_CQ_DATA) && info->domain_attr->cq_data_size >= 4,
+		      "getinfo FI_TAGGED with cq_data_size 4 (as Open MPI asks) grants FI_REMOTE_CQ_DATA");
+		if (info)
+			fi_freeinfo(info);
+		h->domain_attr->cq_data_size = 0;
+		info = NULL;
+		rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+		CHECK(rc == 0 && !(info->caps & FI_REMOTE_CQ_DATA) && info->domain_attr->cq_data_size == 0,
+		      "getinfo FI_TAGGED without cq_data_size: no FI_REMOTE_CQ_DATA");
+		if (info)
+			fi_freeinfo(info);
+		fi_freeinfo(h);
+	}
 	CHECK(getinfo_rc(FI_TAGGED | FI_MULTICAST, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA,
 	      "FI_MULTICAST -> ENODATA");
 	CHECK(getinfo_rc(FI_TAGGED | FI_ATOMIC, FI_EP_RDM, FI_PROGRESS_UNSPEC, 0, 0) == -FI_ENODATA,
@@ -508,6 +528,7 @@ static void run_pair(int is_a)
 		barrier();
 		CHECK(fi_tinject(ep, "injected", 9, peer, 14) == 0, "fi_tinject accepted");
 		CHECK(fi_tinject(ep, sizes, 4096, peer, 14) == -FI_EMSGSIZE, "fi_tinject above inject_size refused");
+		CHECK(fi_tinject(ep, NULL, 0, peer, 16) == 0, "fi_tinject of 0 bytes from a NULL buffer accepted");
 		barrier();
 	} else {
 		char c[8];
@@ -520,6 +541,9 @@ static void run_pair(int is_a)
 		fi_trecv(ep, ib, sizeof(ib), NULL, FI_ADDR_UNSPEC, 14, 0, &oi);
 		barrier();
 		CHECK(wait_op(&oi, 30) && !strcmp(ib, "injected"), "injected message received");
+		struct op oz = {0};
+		fi_trecv(ep, NULL, 0, NULL, FI_ADDR_UNSPEC, 16, 0, &oz);
+		CHECK(wait_op(&oz, 30) && !oz.err && oz.len == 0 && oz.tag == 16, "0-byte injected message received");
 		barrier();
 	}
 

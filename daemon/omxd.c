@@ -376,6 +376,11 @@ int main(int argc, char **argv)
 	cfg.lock_dir = (env = getenv("OMX_LOCK_DIR")) && *env ? env : "/dev/shm";
 	cfg.max_per_user = 64;
 	const char *ifaces = getenv("OMX_IFACES");
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		}
 	while ((opt = getopt(argc, argv, "fs:i:l:g:m:vh")) != -1) {
 		switch (opt) {
 		case 'f': foreground = 1; break;
@@ -392,7 +397,16 @@ int main(int argc, char **argv)
 			cfg.group = g->gr_gid;
 			break;
 		}
-		case 'm': cfg.max_per_user = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'm': {
+			char *end;
+			unsigned long m = strtoul(optarg, &end, 0);
+			if (*end || !m || m > MAX_CLIENTS) {
+				fprintf(stderr, "omxd: -m wants a number of endpoints in 1..%d\n", MAX_CLIENTS);
+				return 1;
+			}
+			cfg.max_per_user = (unsigned)m;
+			break;
+		}
 		case 'v': cfg.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 1;

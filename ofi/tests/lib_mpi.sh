@@ -9,8 +9,9 @@
 #                            omxh0); HOSTS is a space-separated list of "host:slots" (host
 #                            indexes, e.g. "0:2" or "0:1 1:1"); ranks on other hosts are started
 #                            by an orted launched through the agent (ip netns exec + that host's
-#                            omx environment). Output in $TMP/NAME.log, rc of mpirun returned.
-#                            Bounded by MPI_TIMEOUT seconds (default 90).
+#                            omx environment). Output in $TMP/NAME.log (on standard output if
+#                            MPI_OUT=-), rc of mpirun returned. Bounded by MPI_TIMEOUT seconds
+#                            (default 90). MPI_ENV: more "VAR=value" exported to the ranks.
 #   mpi_reap                 kill whatever is left in the namespaces (after a failed job)
 #
 # The MPI layer: --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx; BTLs self only
@@ -69,13 +70,18 @@ mpi_run() {
 	local -a xenv=(-x FI_PROVIDER_PATH="$MPI_FIDIR")
 	local kv
 	for kv in $MPI_PRE ${MPI_ENV:-}; do xenv+=(-x "$kv"); done
-	omx_host_exec 0 env $(omx_env 0) OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout -k 5 "$MPI_TIMEOUT" mpirun -np "$np" --hostfile "$TMP/$name.hosts" \
-		--mca plm_rsh_agent "$TMP/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
-		--mca oob_tcp_if_include 10.211.0.0/24 \
-		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx --mca btl self \
-		--mca orte_base_help_aggregate 0 \
-		"${xenv[@]}" "${margs[@]}" "$@" >"$TMP/$name.log" 2>&1
+	local -a cmd=(omx_host_exec 0 env $(omx_env 0) OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		timeout -k 5 "$MPI_TIMEOUT" mpirun -np "$np" --hostfile "$TMP/$name.hosts"
+		--mca plm_rsh_agent "$TMP/agent.sh" --mca plm_rsh_no_tree_spawn 1
+		--mca oob_tcp_if_include 10.211.0.0/24
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx --mca btl self
+		--mca orte_base_help_aggregate 0
+		"${xenv[@]}" "${margs[@]}" "$@")
+	if [ "${MPI_OUT:-}" = - ]; then
+		"${cmd[@]}" 2>&1
+	else
+		"${cmd[@]}" >"$TMP/$name.log" 2>&1
+	fi
 	rc=$?
 	[ "$rc" = 0 ] || mpi_reap
 	return "$rc"

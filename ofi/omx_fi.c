@@ -319,6 +319,8 @@ static size_t cq_entry_size(enum fi_cq_format f)
 static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
 	struct ofx_cq *cq = (struct ofx_cq *)fcq;
+	if (count && !buf)
+		return -FI_EINVAL;
 	dom_lock(cq->dom);
 	for (int i = 0; i < cq->neps; i++)
 		ep_progress(cq->eps[i]);
@@ -353,6 +355,8 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 {
 	struct ofx_cq *cq = (struct ofx_cq *)fcq;
 	ssize_t ret = -FI_EAGAIN;
+	if (!buf)
+		return -FI_EINVAL;
 	dom_lock(cq->dom);
 	struct ofx_cq_err *e = cq->err_head;
 	if (e) {
@@ -494,6 +498,10 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 	struct ofx_av *av = (struct ofx_av *)fav;
 	if (flags)
 		return -FI_EBADFLAGS;
+	if (count && !addr)
+		return -FI_EINVAL;
+	if (count > ((size_t)1 << 32))
+		return -FI_ENOMEM;
 	dom_lock(av->dom);
 	if (av->n + count > av->cap) {
 		size_t ncap = av->cap ? av->cap : 64;
@@ -555,6 +563,8 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
 {
 	struct ofx_av *av = (struct ofx_av *)fav;
 	int ret = 0;
+	if (count && !fi_addr)
+		return -FI_EINVAL;
 	dom_lock(av->dom);
 	for (size_t i = 0; i < count; i++) {
 		if (fi_addr[i] >= av->n)
@@ -570,6 +580,8 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *
 {
 	struct ofx_av *av = (struct ofx_av *)fav;
 	int ret = 0;
+	if (!addrlen || (*addrlen && !addr))
+		return -FI_EINVAL;
 	dom_lock(av->dom);
 	if (fi_addr >= av->n || !av->valid[fi_addr]) {
 		ret = -FI_EINVAL;
@@ -585,6 +597,8 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *
 static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, size_t *len)
 {
 	struct ofx_name nm;
+	if (!addr || !len || (*len && !buf))
+		return NULL;
 	memcpy(&nm, addr, sizeof(nm));
 	char tmp[64];
 	int n = snprintf(tmp, sizeof(tmp), "omx://%012" PRIx64 ":%u:%08x", nm.nic, nm.epid, nm.key);
@@ -1412,6 +1426,8 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 	struct ofx_ep *ep = (struct ofx_ep *)fid;
 	size_t want = sizeof(struct ofx_name);
 	int ret = 0;
+	if (!addrlen || (*addrlen && !addr))
+		return -FI_EINVAL;
 	if (*addrlen < want)
 		ret = -FI_ETOOSMALL;
 	else
@@ -1457,17 +1473,19 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct ofx_ep *ep = (struct ofx_ep *)fid;
 	int ret = 0;
+	if (!bfid)
+		return -FI_EINVAL;
 	dom_lock(ep->dom);
 	switch (bfid->fclass) {
 	case FI_CLASS_AV:
-		if (ep->av)
+		if (ep->av || ((struct ofx_av *)bfid)->dom != ep->dom || ep->enabled)
 			ret = -FI_EINVAL;
 		else
 			ep->av = (struct ofx_av *)bfid;
 		break;
 	case FI_CLASS_CQ: {
 		struct ofx_cq *cq = (struct ofx_cq *)bfid;
-		if (!(flags & (FI_TRANSMIT | FI_RECV)) ||
+		if (cq->dom != ep->dom || ep->enabled || !(flags & (FI_TRANSMIT | FI_RECV)) ||
 		    ((flags & FI_TRANSMIT) && ep->txcq) || ((flags & FI_RECV) && ep->rxcq)) {
 			ret = -FI_EINVAL;
 			break;

@@ -283,6 +283,23 @@ static void exchange(const char *role, const char *dir)
 	}
 	CHECK(fi_av_insert(av, other, 1, &peer, 0, NULL) == 1 && fi_av_insert(av, me, 1, &self, 0, NULL) == 1,
 	      "fi_av_insert of the peer and of self");
+	/* bad input: error codes, no crash */
+	{
+		fi_addr_t x;
+		char b[64];
+		size_t bl = sizeof(b), small = 4;
+		struct op o = {0};
+		CHECK(fi_av_insert(av, NULL, 1, &x, 0, NULL) == -FI_EINVAL, "fi_av_insert of NULL -> FI_EINVAL");
+		CHECK(fi_av_insert(av, other, 1, &x, 1, NULL) == -FI_EBADFLAGS, "fi_av_insert with flags -> FI_EBADFLAGS");
+		CHECK(fi_av_lookup(av, 12345, b, &bl) == -FI_EINVAL, "fi_av_lookup of an unknown fi_addr -> FI_EINVAL");
+		CHECK(fi_av_straddr(av, NULL, b, &bl) == NULL, "fi_av_straddr of NULL -> NULL");
+		CHECK(fi_getname(&ep->fid, b, &small) == -FI_ETOOSMALL && small == 16,
+		      "fi_getname with 4 bytes -> FI_ETOOSMALL, needed length 16");
+		CHECK(fi_ep_bind(ep, &av->fid, 0) == -FI_EINVAL, "second AV bind (enabled endpoint) -> FI_EINVAL");
+		CHECK(fi_tsend(ep, "x", 1, NULL, 12345, 1, &o) == -FI_EINVAL, "fi_tsend to an unknown fi_addr -> FI_EINVAL");
+		CHECK(fi_tsend(ep, "x", 1, NULL, peer, 1ULL << 63, &o) == -FI_EINVAL,
+		      "fi_tsend with the reserved top tag bit (FI_MSG enabled) -> FI_EINVAL");
+	}
 	char s[80];
 	size_t sl = sizeof(s);
 	fi_av_straddr(av, other, s, &sl);

@@ -540,6 +540,46 @@ static void run_pair(int is_a)
 		barrier();
 	}
 
+	/* discard: FI_CLAIM|FI_DISCARD of a claimed message, FI_PEEK|FI_DISCARD */
+	if (is_a) {
+		tsend_wait("first", 6, peer, 0x31);
+		tsend_wait("first", 6, peer, 0x32);
+		barrier(); /* b discards both */
+		barrier();
+		tsend_wait("after", 6, peer, 0x31);
+		tsend_wait("after", 6, peer, 0x32);
+		barrier();
+	} else {
+		struct op p = {0}, d = {0};
+		struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x32, .context = &p};
+		barrier();
+		double end = now() + 30;
+		do { /* both have arrived once 0x32 is there (same sender, in order) */
+			memset(&p, 0, sizeof(p));
+			fi_trecvmsg(ep, &m, FI_PEEK);
+			wait_op(&p, 5);
+		} while (p.err == FI_ENOMSG && now() < end);
+		m.tag = 0x31;
+		memset(&p, 0, sizeof(p));
+		fi_trecvmsg(ep, &m, FI_PEEK | FI_CLAIM);
+		int claimed = wait_op(&p, 10) && !p.err && p.len == 6;
+		struct fi_msg_tagged md = {.addr = FI_ADDR_UNSPEC, .tag = 0x31, .context = &p};
+		p.done = 0;
+		CHECK(claimed && fi_trecvmsg(ep, &md, FI_CLAIM | FI_DISCARD) == 0 && wait_op(&p, 10) && !p.err,
+		      "FI_CLAIM|FI_DISCARD of a claimed message completes");
+		struct fi_msg_tagged m2 = {.addr = FI_ADDR_UNSPEC, .tag = 0x32, .context = &d};
+		CHECK(fi_trecvmsg(ep, &m2, FI_PEEK | FI_DISCARD) == 0 && wait_op(&d, 10) && !d.err && d.len == 6,
+		      "FI_PEEK|FI_DISCARD finds and discards");
+		barrier();
+		char b1[8] = {0}, b2[8] = {0};
+		struct op o1 = {0}, o2 = {0};
+		fi_trecv(ep, b1, sizeof(b1), NULL, FI_ADDR_UNSPEC, 0x31, 0, &o1);
+		fi_trecv(ep, b2, sizeof(b2), NULL, FI_ADDR_UNSPEC, 0x32, 0, &o2);
+		CHECK(wait_op(&o1, 30) && wait_op(&o2, 30) && !strcmp(b1, "after") && !strcmp(b2, "after"),
+		      "discarded messages are gone: the next receives get the later messages");
+		barrier();
+	}
+
 	/* cancel + inject */
 	if (is_a) {
 		barrier();

@@ -84,7 +84,9 @@ struct omx_board {
 	uint64_t nic_id;
 	char hostname[OMX_HOSTNAME_MAX];
 	uint32_t frame_mtu; /* min(interface MTU, 65535): largest frame we build, header included */
-	uint32_t counters[OMX_COUNTER_COUNT];
+	/* counters.c: this process's counter file for the board (NULL: counters_private) */
+	uint64_t *counters;
+	uint64_t counters_private[OMX_COUNTER_COUNT + 16];
 };
 
 struct omx_peer {
@@ -124,9 +126,14 @@ struct omx_peer *omx__peer(uint32_t index);
 int omx__peer_add(uint64_t nic_id, const char *hostname); /* index or -1 (table full) */
 int omx__peers_load_file(const char *path, char *err, size_t errlen);
 
+static inline void omx__count_add(struct omx_board *b, int counter, uint64_t n)
+{
+	uint64_t *c = __atomic_load_n(&b->counters, __ATOMIC_ACQUIRE);
+	__atomic_fetch_add(&(c ? c : b->counters_private)[counter], n, __ATOMIC_RELAXED);
+}
 static inline void omx__count(struct omx_board *b, int counter)
 {
-	__atomic_fetch_add(&b->counters[counter], 1, __ATOMIC_RELAXED);
+	omx__count_add(b, counter, 1);
 }
 
 /* Counter indexes (behaviour.md 12) used by the core. */

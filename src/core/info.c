@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 
 const char *const omx__counter_labels[OMX_COUNTER_COUNT] = {
 	"Send Tiny", "Send Small", "Send MediumSQ Frag", "Send MediumVA Frag", "Send Rndv", "Send Notify",
@@ -160,8 +161,11 @@ static omx_return_t get_info(omx_endpoint_t ep, omx_info_key_t key, const void *
 			return r;
 		if (out_len < 4 * OMX_COUNTER_COUNT)
 			return OMX_BAD_INFO_LENGTH;
-		for (int i = 0; i < OMX_COUNTER_COUNT; i++)
-			((uint32_t *)out_val)[i] = __atomic_load_n(&b->counters[i], __ATOMIC_RELAXED);
+		{
+			const uint64_t *v = omx__counters_values(b);
+			for (int i = 0; i < OMX_COUNTER_COUNT; i++)
+				((uint32_t *)out_val)[i] = (uint32_t)__atomic_load_n(&v[i], __ATOMIC_RELAXED);
+		}
 		return OMX_SUCCESS;
 	case OMX_INFO_COUNTER_LABEL: {
 		if (!in_val)

@@ -471,6 +471,13 @@ void omx__responder_release(uint32_t board_index);
 void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__handle_host_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__host_queries_due(struct omx_endpoint *ep, uint64_t now);
+/* Dynamic discovery (board.c; docs/configuration.md OMX_DISCOVERY). */
+void omx__handle_discovery(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+int omx__discovery_enabled(void);
+/* Discovered peers of the host (shared file) into this process's table; omx__g.lock held. */
+void omx__discovery_sync(void);
+/* 1 when discovery is off or every peer has a name. */
+int omx__discovery_complete(void);
 
 /* Bounded string copy, always NUL-terminated (no truncation warnings to silence). */
 static inline void omx__strcpy(char *dst, size_t cap, const char *src)

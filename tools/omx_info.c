@@ -176,6 +176,17 @@ static void show_config(void)
 	printf("  OMX_CTXIDS = %u,%u\n", (unsigned)c->ctxid_bits, (unsigned)c->ctxid_shift);
 	printf("  OMX_DISABLE_SELF = %d\n", c->disable_self);
 	printf("  OMX_FAULT = %s\n", c->fault_enabled ? "on" : "off");
+
+	int state;
+	const char *path = omx__config_file(&state);
+	printf("\nEvery knob (value, source: default, file or env; configuration file %s %s):\n", path,
+	       state == 2 ? "loaded" : state == 3 ? "unreadable" : "absent");
+	size_t n;
+	const struct omx_knob *k = omx__config_knobs(&n);
+	for (size_t i = 0; i < n; i++) {
+		const char *v = getenv(k[i].name);
+		printf("  %s=%s (%s)\n", k[i].name, v ? v : k[i].def, omx__config_source(k[i].name));
+	}
 }
 
 int main(int argc, char *argv[])

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/core.h"
+
 #define PF_LINE_MAX 110
 #define PF_NAME_MAX 79
 
@@ -193,6 +195,7 @@ static inline void pf_free(struct pf *pf)
 static inline const char *pf_target(const char *opt_file)
 {
 	static char saved[4096];
+	omx__config_file_apply(); /* OMX_PEERS may come from the host configuration file */
 	const char *env = getenv("OMX_PEERS");
 	if (env)
 		snprintf(saved, sizeof(saved), "%s", env);

@@ -65,6 +65,15 @@ struct omx_config {
 extern struct omx_config omx__cfg;
 
 void omx__config_load_init(void);
+/* Host configuration file (OMX_CONFIG, default /etc/omx.conf) into the environment; idempotent. */
+void omx__config_file_apply(void);
+struct omx_knob {
+	const char *name;
+	const char *def;
+};
+const struct omx_knob *omx__config_knobs(size_t *count);
+const char *omx__config_source(const char *name); /* "env", "file" or "default" */
+const char *omx__config_file(int *state);         /* state: 1 absent, 2 loaded, 3 unreadable */
 void omx__config_load_open(void);
 /* "OMX_x" with MX alias honoured unless OMX_IGNORE_MX_ENV. NULL if unset. */
 const char *omx__getenv(const char *name, const char *mx_alias);

@@ -29,7 +29,7 @@ if [ "$(id -u)" != 0 ]; then
 	echo "0 passed, 0 failed"
 	exit 0
 fi
-TOOLS=(omx_info omx_counters omx_endpoint_info omx_hostname omx_init_peers omx_prepare_binding omx_perf)
+TOOLS=(omx_info omx_counters omx_endpoint_info omx_hostname omx_init_peers omx_prepare_binding omx_doctor omx_perf)
 for b in "${TOOLS[@]}"; do
 	[ -x "$T/$b" ] || { ko "tool not built: $T/$b"; finish; }
 done
@@ -248,8 +248,83 @@ check "prepare_binding unwritable file: one line, status 255" cond '[ "$RC" = 25
 run 0 "$T/omx_prepare_binding" a b
 check "prepare_binding two files: refused, status 255" [ "$RC" = 255 ]
 
+# ---- omx_doctor ----------------------------------------------------------------------------------
+run 0 "$T/omx_doctor"
+sed 's/^/  /' "$TMP/out"
+check "doctor (root, veth, MTU 1500): status 0, summary last" \
+	cond '[ "$RC" = 0 ] && tail -n1 "$TMP/out" | grep -qE "^0 failed, [0-9]+ warnings$"'
+check "doctor: every line is 'pass|warn|fail|skip <check>: <detail>'" \
+	cond '! sed "\$d" "$TMP/out" | grep -vqE "^(pass|warn|fail|skip) [a-z][a-z0-9 /._-]*: .+"'
+check "doctor: link up, MTU 1500 is a warning (no jumbo frames), CAP_NET_RAW passes" \
+	cond 'grep -qx "pass link ${OMX_IF[0]}: board #0 up" "$TMP/out" && grep -q "^warn mtu ${OMX_IF[0]}: MTU 1500: " "$TMP/out" && grep -q "^pass privilege: CAP_NET_RAW" "$TMP/out"'
+check "doctor: veth has no IRQ and no coalescing: skipped" \
+	cond 'grep -q "^skip irq affinity ${OMX_IF[0]}: " "$TMP/out" && grep -q "^skip interrupt coalescing ${OMX_IF[0]}: " "$TMP/out"'
+run 0 env OMX_WIRE_MODE=compat "$T/omx_doctor" -q
+check "doctor, compat wire mode at MTU 1500: MTU fails, status 255" \
+	cond '[ "$RC" = 255 ] && grep -q "^fail mtu ${OMX_IF[0]}: MTU 1500 too small for the MX-compatible wire mode" "$TMP/out" && ! grep -q "^pass" "$TMP/out"'
+omx_ns_exec 0 env $(envh 0) setpriv --reuid=nobody --regid=nogroup --clear-groups timeout 30 "$T/omx_doctor" -q \
+	>"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "doctor as nobody: privilege fails (no CAP_NET_RAW, no broker), status 255 (got $rc)" \
+	cond '[ "$rc" = 255 ] && grep -q "^fail privilege: no CAP_NET_RAW" "$TMP/out"'
+FS="$TMP/fakesys"
+mkdir -p "$FS/devices/system/cpu/cpu0/cpuidle/state0" "$FS/devices/system/cpu/cpu0/cpuidle/state1" \
+	"$FS/devices/system/cpu/cpu0/cpufreq" "$FS/class/net/${OMX_IF[0]}/queues/rx-0" "$FP/sys/kernel/yama"
+echo 0 >"$FS/devices/system/cpu/cpu0/cpuidle/state0/latency"
+echo POLL >"$FS/devices/system/cpu/cpu0/cpuidle/state0/name"
+echo 100 >"$FS/devices/system/cpu/cpu0/cpuidle/state1/latency"
+echo C6 >"$FS/devices/system/cpu/cpu0/cpuidle/state1/name"
+echo 0 >"$FS/devices/system/cpu/cpu0/cpuidle/state1/disable"
+echo powersave >"$FS/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+echo 3 >"$FS/class/net/${OMX_IF[0]}/queues/rx-0/rps_cpus"
+echo 1 >"$FP/sys/kernel/yama/ptrace_scope"
+run 0 env OMX_PROC_DIR="$FP" OMX_SYS_DIR="$FS" "$T/omx_doctor"
+sed 's/^/  /' "$TMP/out"
+check "doctor (synthetic): IRQs without OMX_PROCESS_BINDING warned" \
+	grep -q "^warn irq affinity ${OMX_IF[0]}: 2 receive IRQs but OMX_PROCESS_BINDING unset" "$TMP/out"
+check "doctor (synthetic): RPS, deep C-state, powersave governor, ptrace_scope 1 warned" \
+	cond 'grep -q "^warn rps/xps ${OMX_IF[0]}: RPS on 1 of 1 receive queues" "$TMP/out" && grep -q "^warn cpu idle states: 1 enabled idle states with exit latency >= 20 us (deepest C6, 100 us)" "$TMP/out" && grep -q "^warn cpu frequency: governor powersave" "$TMP/out" && grep -q "^warn ptrace_scope: 1: " "$TMP/out"'
+check "doctor (synthetic): warnings only, status 0" [ "$RC" = 0 ]
+run 0 env OMX_PROC_DIR="$FP" OMX_SYS_DIR="$FS" OMX_PROCESS_BINDING="file:$TMP/bind.fake" "$T/omx_doctor" -q
+check "doctor: binding file matching /proc/irq: no irq warning" cond '! grep -q "irq affinity" "$TMP/out"'
+echo 4 >"$FP/irq/41/smp_affinity"
+run 0 env OMX_PROC_DIR="$FP" OMX_SYS_DIR="$FS" OMX_PROCESS_BINDING="file:$TMP/bind.fake" "$T/omx_doctor" -q
+check "doctor: IRQ 41 moved since the binding file: 16 of 32 masks differ" \
+	grep -q "^warn irq affinity ${OMX_IF[0]}: 16 of 32 IRQ masks in $TMP/bind.fake differ" "$TMP/out"
+run 0 env OMX_PROC_DIR="$FP" OMX_PROCESS_BINDING="file:$TMP/nosuchbind" "$T/omx_doctor" -q
+check "doctor: missing binding file fails, status 255" \
+	cond '[ "$RC" = 255 ] && grep -q "^fail irq affinity ${OMX_IF[0]}: .*unreadable" "$TMP/out"'
+
+# ---- host configuration file (OMX_CONFIG), environment overriding it ---------------------------
+cat >"$TMP/omx.conf" <<EOF
+# host configuration
+OMX_IFACES=${OMX_IF[0]}
+OMX_RNDV_THRESHOLD = 8192
+OMX_SPIN_US="7"
+this line is malformed
+EOF
+omx_ns_exec 0 env OMX_CONFIG="$TMP/omx.conf" OMX_SPIN_US=9 OMX_LOCK_DIR="$TMP/lock0" OMX_PEERS="$PEERS" \
+	timeout 30 "$T/omx_info" -v >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "config file: omx_info status 0, interface taken from the file" \
+	cond '[ "$rc" = 0 ] && grep -qF "(board #0 name ${OMX_IF[0]} addr ${OMX_MAC[0]})" "$TMP/out"'
+check "config file: header names the file as loaded" \
+	grep -qF "configuration file $TMP/omx.conf loaded):" "$TMP/out"
+check "config file: value from the file, source file" \
+	cond 'grep -qx "  OMX_RNDV_THRESHOLD = 8192" "$TMP/out" && grep -qx "  OMX_RNDV_THRESHOLD=8192 (file)" "$TMP/out" && grep -qx "  OMX_IFACES=${OMX_IF[0]} (file)" "$TMP/out"'
+check "config file: the environment overrides it" grep -qx "  OMX_SPIN_US=9 (env)" "$TMP/out"
+check "config file: untouched knobs are defaults" \
+	cond 'grep -qx "  OMX_MTU=0 (default)" "$TMP/out" && grep -qx "  OMX_WIRE_MODE=extended (default)" "$TMP/out" && grep -qx "  OMX_PEERS=$PEERS (env)" "$TMP/out"'
+NKNOBS=$(grep -cE '^  OMX_[A-Z_]+=.* \((default|file|env)\)$' "$TMP/out")
+check "config file: every documented knob listed ($NKNOBS)" [ "$NKNOBS" -ge 36 ]
+check "config file: the malformed line is named on stderr (file:line)" grep -qF "omx.conf:5: malformed line" "$TMP/err"
+omx_ns_exec 0 env OMX_CONFIG="$TMP/nosuch.conf" OMX_IFACES="${OMX_IF[0]}" timeout 30 "$T/omx_info" -q >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "OMX_CONFIG naming a missing file: one warning, still works (status $rc)" \
+	cond '[ "$rc" = 0 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "nosuch.conf" "$TMP/err"'
+
 # ---- bad environment ----------------------------------------------------------------------------
-for b in omx_info omx_counters omx_endpoint_info omx_hostname omx_prepare_binding; do
+for b in omx_info omx_counters omx_endpoint_info omx_hostname omx_prepare_binding omx_doctor; do
 	omx_ns_exec 0 env OMX_IFACES=doesnotexist OMX_LOCK_DIR="$TMP/lock0" timeout 30 "$T/$b" >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	check "$b with a missing interface: fails cleanly (status $rc), says why, nothing on stdout" \

@@ -125,8 +125,10 @@ static void show_peers(void)
 	char mac[OMX_BOARD_ADDR_STRLEN];
 
 	pthread_mutex_lock(&omx__g.lock);
+	int dyn = omx__discovery_enabled();
 	if (omx__g.peers_configured)
-		printf("Peer table is ready, mapper is ff:ff:ff:ff:ff:ff\n"); /* static table: mapper all-ones */
+		/* static table: mapper all-ones; discovery (as omxoed): mapper 0 */
+		printf("Peer table is ready, mapper is %s\n", dyn ? "00:00:00:00:00:00" : "ff:ff:ff:ff:ff:ff");
 	else
 		printf("Peer table is not configured yet\n");
 	printf("================================================\n");
@@ -137,7 +139,17 @@ static void show_peers(void)
 		printf("  %" PRIu32 ") %s %s\n", i, mac_text(p->nic_id, mac), p->hostname[0] ? p->hostname : "<unknown>");
 	}
 	int full = omx__g.peer_count >= omx__cfg.peer_max;
+	uint32_t unnamed = 0;
+	for (uint32_t i = 0; i < omx__g.peer_count; i++)
+		if (omx__g.peers[i].present && !omx__g.peers[i].hostname[0])
+			unnamed++;
 	pthread_mutex_unlock(&omx__g.lock);
+	if (!dyn)
+		printf("Dynamic discovery is off: peers come from the peers file\n");
+	else if (!unnamed)
+		printf("Dynamic discovery is on: peer table complete (every peer named)\n");
+	else
+		printf("Dynamic discovery is on: peer table incomplete (%" PRIu32 " peers without a name yet)\n", unnamed);
 	fflush(stdout);
 	if (full)
 		fprintf(stderr, "WARNING: peer table is full, some peers could not be added.\n");
@@ -164,6 +176,17 @@ static void show_config(void)
 	printf("  OMX_CTXIDS = %u,%u\n", (unsigned)c->ctxid_bits, (unsigned)c->ctxid_shift);
 	printf("  OMX_DISABLE_SELF = %d\n", c->disable_self);
 	printf("  OMX_FAULT = %s\n", c->fault_enabled ? "on" : "off");
+
+	int state;
+	const char *path = omx__config_file(&state);
+	printf("\nEvery knob (value, source: default, file or env; configuration file %s %s):\n", path,
+	       state == 2 ? "loaded" : state == 3 ? "unreadable" : "absent");
+	size_t n;
+	const struct omx_knob *k = omx__config_knobs(&n);
+	for (size_t i = 0; i < n; i++) {
+		const char *v = getenv(k[i].name);
+		printf("  %s=%s (%s)\n", k[i].name, v ? v : k[i].def, omx__config_source(k[i].name));
+	}
 }
 
 int main(int argc, char *argv[])

@@ -630,13 +630,6 @@ int main(int argc, char *argv[])
 	if (r != OMX_SUCCESS)
 		die("failed to initialize the library: %s", omx_strerror(r));
 
-	if (opt.dest) {
-		char name[OMX_HOSTNAME_MAX];
-		snprintf(name, sizeof(name), "%s", opt.dest);
-		r = omx_hostname_to_nic_id(name, &dest_nic);
-		if (r != OMX_SUCCESS)
-			die("cannot find host '%s' in the peer table (%s)", opt.dest, omx_strerror(r));
-	}
 
 	uint32_t ep_index = opt.dest && !opt.endpoint_set ? OMX_ANY_ENDPOINT : opt.endpoint;
 	r = omx_open_endpoint(opt.board, ep_index, PERF_KEY, NULL, 0, &ep);
@@ -651,6 +644,14 @@ int main(int argc, char *argv[])
 		if (ep_index == OMX_ANY_ENDPOINT)
 			die("cannot open any endpoint on board %" PRIu32 ": %s", opt.board, omx_strerror(r));
 		die("cannot open endpoint %" PRIu32 " on board %" PRIu32 ": %s", ep_index, opt.board, omx_strerror(r));
+	}
+	/* After the open: with dynamic discovery, names arrive through the endpoint. */
+	if (opt.dest) {
+		char name[OMX_HOSTNAME_MAX];
+		snprintf(name, sizeof(name), "%s", opt.dest);
+		r = omx_hostname_to_nic_id(name, &dest_nic);
+		if (r != OMX_SUCCESS)
+			die("cannot find host '%s' in the peer table (%s)", opt.dest, omx_strerror(r));
 	}
 	char hostname[OMX_HOSTNAME_MAX] = "", ifname[OMX_HOSTNAME_MAX] = "";
 	omx_get_info(ep, OMX_INFO_BOARD_HOSTNAME, NULL, 0, hostname, sizeof(hostname));

@@ -8,13 +8,24 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 #include "core/testhooks.h"
+
+static void discovery_init(void);
+static int discovery_add(const uint8_t mac[6]);
+static void discovery_name(const struct omx_peer *p);
+static void discovery_due(struct omx_endpoint *ep, uint64_t now);
 
 struct omx_board *omx__board(uint32_t index)
 {
@@ -246,6 +257,7 @@ omx_return_t omx__boards_init(void)
 		}
 		omx__g.peers_configured = 1;
 	}
+	discovery_init();
 	return OMX_SUCCESS;
 }
 
@@ -267,6 +279,8 @@ void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		return;
 	pthread_mutex_lock(&omx__g.lock);
 	int idx = omx__peer_by_mac(pkt->src_mac);
+	if (idx < 0 && omx__discovery_enabled())
+		idx = discovery_add(pkt->src_mac); /* an Open-MX host we have not heard yet */
 	if (idx < 0) {
 		pthread_mutex_unlock(&omx__g.lock);
 		omx__count(b, OMX_C_DROP_BAD_PEER_ADDR);
@@ -305,8 +319,11 @@ void omx__handle_host_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		return;
 	}
 	struct omx_peer *p = &omx__g.peers[idx];
+	int renamed = strcmp(p->hostname, pkt->u.host.hostname) != 0;
 	omx__strcpy(p->hostname, sizeof(p->hostname), pkt->u.host.hostname);
 	p->reverse_index[b->index] = pkt->u.host.src_dst_peer_index;
+	if (renamed && omx__discovery_enabled())
+		discovery_name(p);
 	pthread_mutex_unlock(&omx__g.lock);
 	omx__count(b, OMX_C_RECV_HOST_REPLY);
 }
@@ -331,5 +348,261 @@ void omx__host_queries_due(struct omx_endpoint *ep, uint64_t now)
 		q.u.host.magic = omx__g.host_query_magic;
 		omx__send_frame(ep, &q, OMX_C_SEND_HOST_QUERY);
 	}
+	discovery_due(ep, now);
 	pthread_mutex_unlock(&omx__g.lock);
+}
+
+/* ---- dynamic discovery (wire.md 12, in the library instead of the omxoed daemon) ----
+ *
+ * Every process with discovery on broadcasts the omxoed RAW frame on its boards: at the first
+ * endpoint open, 8 times 1 s apart, then every 180 s, and 8 fast ones again whenever it hears an
+ * unknown host or a known one with a new serial (restarted). A host heard from is added to the
+ * table without a name, so host queries (wire.md 11) fetch it.
+ *
+ * Peer indexes go on the wire, so every process of the host must number peers alike: discovered
+ * peers are kept in a host-wide append-only file, <OMX_LOCK_DIR>/omx-discovered.peers, one
+ * "xx:xx:xx:xx:xx:xx" line per peer (first appearance = order of the indexes after the local
+ * boards and OMX_PEERS), and "xx:xx:xx:xx:xx:xx hostname" lines when a name is learnt. A process
+ * adds the file's peers, in order, before adding one itself (under flock). */
+
+#define DISCOVERY_FAST 8
+#define DISCOVERY_FAST_NS 1000000000ull
+#define DISCOVERY_SLOW_NS 180000000000ull
+
+static int discovery_mode = 0; /* 0 off, 1 on */
+static uint32_t discovery_serial;
+static uint32_t *peer_serial; /* last serial heard per peer index */
+static uint32_t peer_serial_len;
+static struct {
+	int fast_left;
+	uint64_t next_ns;
+} bcast[OMX_BOARD_MAX];
+static off_t synced_size;
+static uint64_t next_sync_ns;
+
+int omx__discovery_enabled(void)
+{
+	return discovery_mode && !omx__test_memnet();
+}
+
+static void discovery_path(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/omx-discovered.peers", omx__lock_dir());
+}
+
+static int parse_mac_word(const char *s, uint8_t mac[6], const char **rest)
+{
+	unsigned v[6];
+	int n = 0;
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &n) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	*rest = s + n;
+	return 0;
+}
+
+/* Read the file (fd at any offset) into the table; omx__g.lock held. */
+static void sync_fd(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return;
+	FILE *f = fdopen(dup(fd), "r");
+	if (!f)
+		return;
+	rewind(f);
+	char line[160];
+	while (fgets(line, sizeof(line), f)) {
+		uint8_t mac[6];
+		const char *rest;
+		if (parse_mac_word(line, mac, &rest) < 0)
+			continue;
+		uint64_t nic = omx_mac_to_nic_id(mac);
+		int idx = omx__peer_by_nic_id(nic);
+		if (idx < 0) {
+			idx = omx__peer_add(nic, NULL);
+			if (idx < 0)
+				break; /* full */
+			omx__g.peers_configured = 1;
+		}
+		char name[OMX_HOSTNAME_MAX];
+		if (sscanf(rest, " %79s", name) == 1 && omx__g.peers[idx].local_board < 0)
+			omx__strcpy(omx__g.peers[idx].hostname, OMX_HOSTNAME_MAX, name);
+	}
+	fclose(f);
+	synced_size = st.st_size;
+}
+
+static int open_locked(void)
+{
+	char path[512];
+	discovery_path(path, sizeof(path));
+	int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void omx__discovery_sync(void)
+{
+	if (!omx__discovery_enabled())
+		return;
+	int fd = open_locked();
+	if (fd < 0)
+		return;
+	sync_fd(fd);
+	close(fd);
+}
+
+static void append(int fd, const char *line)
+{
+	size_t n = strlen(line);
+	if (write(fd, line, n) != (ssize_t)n)
+		omx__verbose("cannot record a discovered peer: %s\n", strerror(errno));
+}
+
+/* Add a discovered MAC (and the file's earlier peers); index or -1. omx__g.lock held. */
+static int discovery_add(const uint8_t mac[6])
+{
+	int fd = open_locked();
+	if (fd >= 0)
+		sync_fd(fd);
+	int idx = omx__peer_by_mac(mac);
+	if (idx < 0) {
+		idx = omx__peer_add(omx_mac_to_nic_id(mac), NULL);
+		if (idx >= 0 && fd >= 0) {
+			char line[32];
+			snprintf(line, sizeof(line), "%02x:%02x:%02x:%02x:%02x:%02x\n", mac[0], mac[1], mac[2], mac[3],
+				 mac[4], mac[5]);
+			append(fd, line);
+		}
+		if (idx < 0)
+			omx__warn("peer table full (%u entries): discovered host not added\n", omx__cfg.peer_max);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (idx >= 0)
+		omx__g.peers_configured = 1;
+	return idx;
+}
+
+static void discovery_name(const struct omx_peer *p)
+{
+	if (p->local_board >= 0 || !p->hostname[0])
+		return;
+	int fd = open_locked();
+	if (fd < 0)
+		return;
+	char line[128];
+	snprintf(line, sizeof(line), "%02x:%02x:%02x:%02x:%02x:%02x %s\n", p->mac[0], p->mac[1], p->mac[2], p->mac[3],
+		 p->mac[4], p->mac[5], p->hostname);
+	append(fd, line);
+	close(fd);
+}
+
+static void discovery_init(void)
+{
+	const char *v = omx__getenv("OMX_DISCOVERY", NULL);
+	const char *peers = omx__getenv("OMX_PEERS", NULL);
+	if (!v || !*v || !strcmp(v, "auto"))
+		discovery_mode = !(peers && *peers);
+	else
+		discovery_mode = strcmp(v, "0") != 0 && strcmp(v, "off") != 0 && strcmp(v, "no") != 0;
+	if (getrandom(&discovery_serial, sizeof(discovery_serial), 0) != sizeof(discovery_serial))
+		discovery_serial = (uint32_t)(omx_now_ns() ^ (uint64_t)getpid());
+	free(peer_serial);
+	peer_serial_len = omx__cfg.peer_max;
+	peer_serial = calloc(peer_serial_len, sizeof(*peer_serial));
+	for (int i = 0; i < OMX_BOARD_MAX; i++)
+		bcast[i].fast_left = DISCOVERY_FAST, bcast[i].next_ns = 0;
+	synced_size = 0;
+	next_sync_ns = 0;
+	omx__discovery_sync();
+}
+
+static void send_discovery(struct omx_endpoint *ep)
+{
+	struct omx_pkt q;
+	memset(&q, 0, sizeof(q));
+	memset(q.dst_mac, 0xff, 6);
+	q.peer_index = 0;
+	q.ptype = OMX_PT_RAW;
+	q.u.raw.nic_id = ep->board->nic_id;
+	q.u.raw.serial = discovery_serial;
+	omx__send_frame(ep, &q, OMX_C_X_DISCOVERY_SENT);
+}
+
+/* From omx__host_queries_due (omx__g.lock held). */
+static void discovery_due(struct omx_endpoint *ep, uint64_t now)
+{
+	if (!omx__discovery_enabled() || ep->board_index >= OMX_BOARD_MAX)
+		return;
+	if (now >= next_sync_ns) {
+		/* Peers other processes of the host discovered. */
+		next_sync_ns = now + DISCOVERY_FAST_NS;
+		char path[512];
+		struct stat st;
+		discovery_path(path, sizeof(path));
+		if (stat(path, &st) == 0 && st.st_size != synced_size)
+			omx__discovery_sync();
+	}
+	if (now < bcast[ep->board_index].next_ns)
+		return;
+	send_discovery(ep);
+	if (bcast[ep->board_index].fast_left > 0)
+		bcast[ep->board_index].fast_left--;
+	bcast[ep->board_index].next_ns = now + (bcast[ep->board_index].fast_left ? DISCOVERY_FAST_NS : DISCOVERY_SLOW_NS);
+}
+
+void omx__handle_discovery(struct omx_endpoint *ep, const struct omx_pkt *pkt)
+{
+	if (!omx__discovery_enabled() || !pkt->u.raw.nic_id)
+		return;
+	omx__count(ep->board, OMX_C_X_DISCOVERY_RECV);
+	uint8_t mac[6];
+	omx_nic_id_to_mac(pkt->u.raw.nic_id, mac);
+	if (memcmp(mac, pkt->src_mac, 6) != 0)
+		return; /* forged or relayed: the sender must be the announced board */
+	pthread_mutex_lock(&omx__g.lock);
+	int idx = omx__peer_by_nic_id(pkt->u.raw.nic_id);
+	int restart = 0;
+	if (idx >= 0 && omx__g.peers[idx].local_board >= 0) {
+		pthread_mutex_unlock(&omx__g.lock);
+		return; /* one of our own boards */
+	}
+	if (idx < 0) {
+		idx = discovery_add(mac);
+		if (idx >= 0)
+			omx__count(ep->board, OMX_C_X_DISCOVERY_ADDED);
+		restart = 1;
+	}
+	if (idx >= 0 && (uint32_t)idx < peer_serial_len) {
+		if (peer_serial[idx] && peer_serial[idx] != pkt->u.raw.serial)
+			restart = 1;
+		peer_serial[idx] = pkt->u.raw.serial;
+	}
+	if (restart && ep->board_index < OMX_BOARD_MAX) {
+		/* Announce ourselves quickly to the newcomer. */
+		bcast[ep->board_index].fast_left = DISCOVERY_FAST;
+		bcast[ep->board_index].next_ns = 0;
+		ep->next_host_query_check = 0;
+	}
+	pthread_mutex_unlock(&omx__g.lock);
+}
+
+int omx__discovery_complete(void)
+{
+	if (!omx__discovery_enabled())
+		return 1;
+	for (uint32_t i = 0; i < omx__g.peer_count; i++)
+		if (omx__g.peers[i].present && !omx__g.peers[i].hostname[0])
+			return 0;
+	return 1;
 }

@@ -1,7 +1,13 @@
 /*
  * config.c - every knob of the library, read from the environment (mx-api.md 17) at init and
  * at the first endpoint open. docs/configuration.md documents each one; `omx_info -v` prints them.
+ *
+ * Host configuration file: OMX_CONFIG (default /etc/omx.conf), KEY=value lines, '#' comments.
+ * At init, each key not set in the environment is put into it (setenv), so every reader of a
+ * knob sees it and the environment overrides the file. Sources are remembered for omx_info -v.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +15,128 @@
 #include "core/core.h"
 
 struct omx_config omx__cfg;
+
+/* Every knob and its default, in docs/configuration.md order. */
+static const struct omx_knob knobs[] = {
+	{ "OMX_IFACES", "all" }, { "OMX_PEERS", "" }, { "OMX_HOSTNAME", "(kernel nodename)" },
+	{ "OMX_PEER_MAX", "1024" }, { "OMX_ENDPOINT_MAX", "32" }, { "OMX_LOCK_DIR", "/dev/shm" },
+	{ "OMX_DISCOVERY", "auto" }, { "OMX_DISCOVERY_WAIT_MS", "3000" },
+	{ "OMX_WIRE_MODE", "extended" }, { "OMX_MTU", "0" }, { "OMX_RNDV_THRESHOLD", "32768" },
+	{ "OMX_SHARED_RNDV_THRESHOLD", "4096" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
+	{ "OMX_ACK_DELAY_MS", "16" }, { "OMX_NOTACKED_MAX", "4" }, { "OMX_PULL_RESEND_MS", "1000" },
+	{ "OMX_ZOMBIE_SEND", "512" }, { "OMX_SPIN_US", "100" }, { "OMX_WAITSPIN", "0" }, { "OMX_WAITINTR", "0" },
+	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
+	{ "OMX_CLOSE_LINGER_MS", "1000" }, { "OMX_RX_RING_KB", "16384" },
+	{ "OMX_UNEXP_MAX_KB", "65536" }, { "OMX_UNEXP_PEER_MAX_KB", "16384" },
+	{ "OMX_BROKER", "/run/omx/omxd.sock" }, { "OMX_BROKER_ALWAYS", "0" }, { "OMX_CTXIDS", "" },
+	{ "OMX_ANY_ENDPOINT", "" }, { "OMX_DISABLE_SELF", "0" }, { "OMX_CONNECT_POLLALL", "0" },
+	{ "OMX_VERBOSE", "0" }, { "OMX_VERBOSE_PREFIX", "OMX: " }, { "OMX_FATAL_ERRORS", "1" },
+	{ "OMX_ABORT_SLEEPS", "0" }, { "OMX_IGNORE_MX_ENV", "0" }, { "OMX_FAULT", "" },
+};
+
+const struct omx_knob *omx__config_knobs(size_t *count)
+{
+	*count = sizeof(knobs) / sizeof(knobs[0]);
+	return knobs;
+}
+
+static char file_path[4096];
+static int file_state; /* 0 not read, 1 absent, 2 loaded, 3 unreadable */
+static char *from_file[64]; /* names we set from the file */
+static unsigned from_file_count;
+
+static int set_from_file(const char *name)
+{
+	for (unsigned i = 0; i < from_file_count; i++)
+		if (!strcmp(from_file[i], name))
+			return 1;
+	return 0;
+}
+
+const char *omx__config_source(const char *name)
+{
+	if (!getenv(name))
+		return "default";
+	return set_from_file(name) ? "file" : "env";
+}
+
+const char *omx__config_file(int *state)
+{
+	*state = file_state;
+	return file_path;
+}
+
+static int valid_key(const char *k)
+{
+	if (!*k || isdigit((unsigned char)*k))
+		return 0;
+	for (; *k; k++)
+		if (!isupper((unsigned char)*k) && !isdigit((unsigned char)*k) && *k != '_')
+			return 0;
+	return 1;
+}
+
+void omx__config_file_apply(void)
+{
+	if (file_state)
+		return;
+	const char *p = getenv("OMX_CONFIG");
+	int explicit_path = p && *p;
+	snprintf(file_path, sizeof(file_path), "%s", explicit_path ? p : "/etc/omx.conf");
+	FILE *f = fopen(file_path, "r");
+	if (!f) {
+		file_state = errno == ENOENT ? 1 : 3;
+		if (explicit_path)
+			omx__warn("cannot read configuration file %s: %s\n", file_path, strerror(errno));
+		return;
+	}
+	file_state = 2;
+	char line[1024];
+	int lineno = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		char *s = line, *e;
+		s[strcspn(s, "\r\n")] = 0;
+		while (isspace((unsigned char)*s))
+			s++;
+		if (!*s || *s == '#')
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			omx__warn("%s:%d: malformed line ignored (expected KEY=value)\n", file_path, lineno);
+			continue;
+		}
+		*eq = 0;
+		for (e = eq; e > s && isspace((unsigned char)e[-1]); e--)
+			e[-1] = 0;
+		char *v = eq + 1;
+		while (isspace((unsigned char)*v))
+			v++;
+		size_t vl = strlen(v);
+		while (vl && isspace((unsigned char)v[vl - 1]))
+			v[--vl] = 0;
+		if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+			v[vl - 1] = 0;
+			v++;
+		}
+		if (!valid_key(s) || (strncmp(s, "OMX_", 4) && strncmp(s, "MX_", 3))) {
+			omx__warn("%s:%d: '%s' is not an OMX_ or MX_ variable, ignored\n", file_path, lineno, s);
+			continue;
+		}
+		size_t n;
+		int known = strncmp(s, "OMX_", 4) != 0;
+		const struct omx_knob *k = omx__config_knobs(&n);
+		for (size_t i = 0; i < n && !known; i++)
+			known = !strcmp(k[i].name, s);
+		if (!known)
+			omx__warn("%s:%d: unknown knob %s (set anyway)\n", file_path, lineno, s);
+		if (getenv(s))
+			continue; /* the environment overrides the file */
+		if (setenv(s, v, 0) == 0 && from_file_count < sizeof(from_file) / sizeof(from_file[0]))
+			from_file[from_file_count++] = strdup(s);
+	}
+	fclose(f);
+}
 
 const char *omx__getenv(const char *name, const char *mx_alias)
 {
@@ -42,6 +170,7 @@ void omx__config_load_init(void)
 	struct omx_config *c = &omx__cfg;
 	const char *v;
 
+	omx__config_file_apply();
 	c->verbose = (int)env_u32("OMX_VERBOSE", NULL, 0);
 	/* [QUIRK fixed] MX_VERBOSE alone did nothing in the reference; here it works. */
 	if (!getenv("OMX_VERBOSE") && omx__getenv("OMX_VERBOSE", "MX_VERBOSE"))

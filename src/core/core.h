@@ -67,6 +67,15 @@ struct omx_config {
 extern struct omx_config omx__cfg;
 
 void omx__config_load_init(void);
+/* Host configuration file (OMX_CONFIG, default /etc/omx.conf) into the environment; idempotent. */
+void omx__config_file_apply(void);
+struct omx_knob {
+	const char *name;
+	const char *def;
+};
+const struct omx_knob *omx__config_knobs(size_t *count);
+const char *omx__config_source(const char *name); /* "env", "file" or "default" */
+const char *omx__config_file(int *state);         /* state: 1 absent, 2 loaded, 3 unreadable */
 void omx__config_load_open(void);
 /* "OMX_x" with MX alias honoured unless OMX_IGNORE_MX_ENV. NULL if unset. */
 const char *omx__getenv(const char *name, const char *mx_alias);
@@ -86,7 +95,9 @@ struct omx_board {
 	uint64_t nic_id;
 	char hostname[OMX_HOSTNAME_MAX];
 	uint32_t frame_mtu; /* min(interface MTU, 65535): largest frame we build, header included */
-	uint32_t counters[OMX_COUNTER_COUNT];
+	/* counters.c: this process's counter file for the board (NULL: counters_private) */
+	uint64_t *counters;
+	uint64_t counters_private[OMX_COUNTER_COUNT + 16];
 };
 
 struct omx_peer {
@@ -126,9 +137,14 @@ struct omx_peer *omx__peer(uint32_t index);
 int omx__peer_add(uint64_t nic_id, const char *hostname); /* index or -1 (table full) */
 int omx__peers_load_file(const char *path, char *err, size_t errlen);
 
+static inline void omx__count_add(struct omx_board *b, int counter, uint64_t n)
+{
+	uint64_t *c = __atomic_load_n(&b->counters, __ATOMIC_ACQUIRE);
+	__atomic_fetch_add(&(c ? c : b->counters_private)[counter], n, __ATOMIC_RELAXED);
+}
 static inline void omx__count(struct omx_board *b, int counter)
 {
-	__atomic_fetch_add(&b->counters[counter], 1, __ATOMIC_RELAXED);
+	omx__count_add(b, counter, 1);
 }
 
 /* Counter indexes (behaviour.md 12) used by the core. */
@@ -475,6 +491,13 @@ void omx__responder_release(uint32_t board_index);
 void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__handle_host_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__host_queries_due(struct omx_endpoint *ep, uint64_t now);
+/* Dynamic discovery (board.c; docs/configuration.md OMX_DISCOVERY). */
+void omx__handle_discovery(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+int omx__discovery_enabled(void);
+/* Discovered peers of the host (shared file) into this process's table; omx__g.lock held. */
+void omx__discovery_sync(void);
+/* 1 when discovery is off or every peer has a name. */
+int omx__discovery_complete(void);
 
 /* Bounded string copy, always NUL-terminated (no truncation warnings to silence). */
 static inline void omx__strcpy(char *dst, size_t cap, const char *src)

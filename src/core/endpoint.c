@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 #include "core/testhooks.h"
 
 /* ---- slot ownership across processes ---- */
@@ -130,6 +131,7 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 	if (r < 0) {
 		/* Full transmit queue or transient error: retransmission recovers. */
 		omx__verbose("transmit failed: %s\n", strerror(-r));
+		omx__count(ep->board, OMX_C_X_TX_FAILED);
 		return;
 	}
 	if (counter >= 0)
@@ -250,10 +252,13 @@ int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_
 	uint64_t deadline = timeout_ms == OMX_TIMEOUT_INFINITE ? UINT64_MAX : start + omx__ms_to_ns(timeout_ms);
 	uint64_t spin_end = start + (uint64_t)omx__cfg.spin_us * 1000u;
 	uint64_t wgen = ep->wakeup_gen, igen = ep->intr_gen;
+	int slept = 0;
 
 	for (;;) {
-		if (cond(ep, arg))
+		if (cond(ep, arg)) {
+			omx__count(ep->board, slept ? OMX_C_X_WAIT_SLEEP : OMX_C_X_WAIT_SPIN);
 			return 1;
+		}
 		if (ep->wakeup_gen != wgen || ep->intr_gen != igen || ep->closing)
 			return 0;
 		uint64_t now = omx_now_ns();
@@ -275,6 +280,7 @@ int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_
 				(void)!write(ep->event_fd, &one, sizeof(one));
 			}
 			ep->app_waiters++;
+			slept = 1;
 			if (ep->poller_active)
 				sleep_as_follower(ep, until);
 			else
@@ -612,6 +618,7 @@ omx_return_t omx_open_endpoint(uint32_t board_index, uint32_t endpoint_index, ui
 					 (int)endpoint_index);
 	}
 	omx_list_add_tail(&omx__g.endpoints, &ep->list_elt);
+	omx__counters_open(ep);
 	__atomic_store_n(&ep->magic, OMX_EP_MAGIC, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&omx__g.lock);
 	omx__verbose("opened endpoint %u on board %u (%s), session %08x, %s wire mode, frame MTU %u\n",
@@ -681,6 +688,9 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	(void)!write(ep->event_fd, &one, sizeof(one));
 	pthread_mutex_unlock(&ep->lock);
 	omx__progress_thread_stop(ep);
+	pthread_mutex_lock(&omx__g.lock);
+	omx__counters_close(ep);
+	pthread_mutex_unlock(&omx__g.lock);
 	endpoint_free(ep);
 	return OMX_SUCCESS;
 }

@@ -3,9 +3,12 @@
  * the counter labels (behaviour.md 12).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 
 const char *const omx__counter_labels[OMX_COUNTER_COUNT] = {
 	"Send Tiny", "Send Small", "Send MediumSQ Frag", "Send MediumVA Frag", "Send Rndv", "Send Notify",
@@ -56,6 +59,39 @@ omx_return_t omx_nic_id_to_board_number(uint64_t nic_id, uint32_t *board_number)
 	return omx__error_global(OMX_BOARD_NOT_FOUND, "Getting board of nic id %012llx", (unsigned long long)nic_id);
 }
 
+/* Dynamic discovery: a name may still be on its way. Progress our open endpoints (the frames
+ * that bring it arrive there) for up to OMX_DISCOVERY_WAIT_MS (default 3000), while the table is
+ * incomplete or the name unknown. omx__g.lock held on entry and exit (dropped while waiting). */
+static int discovery_wait(const char *hostname)
+{
+	const char *w = omx__getenv("OMX_DISCOVERY_WAIT_MS", NULL);
+	uint64_t wait_ms = w ? strtoull(w, NULL, 10) : 3000;
+	uint64_t end = omx_now_ns() + wait_ms * 1000000ull;
+	int idx = -1;
+	while (idx < 0 && omx_now_ns() < end) {
+		struct omx_endpoint *eps[16];
+		int n = 0;
+		struct omx_list *pos, *tmp;
+		omx_list_for_each_safe(pos, tmp, &omx__g.endpoints) {
+			if (n < 16)
+				eps[n++] = omx_container_of(pos, struct omx_endpoint, list_elt);
+		}
+		pthread_mutex_unlock(&omx__g.lock);
+		for (int i = 0; i < n; i++) {
+			pthread_mutex_lock(&eps[i]->lock);
+			if (omx__ep_live(eps[i]))
+				omx__progress(eps[i]);
+			pthread_mutex_unlock(&eps[i]->lock);
+		}
+		struct timespec ts = { 0, 5000000 };
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&omx__g.lock);
+		omx__discovery_sync();
+		idx = omx__peer_by_hostname(hostname);
+	}
+	return idx;
+}
+
 omx_return_t omx_hostname_to_nic_id(char *hostname, uint64_t *board_addr)
 {
 	if (!omx__g.initialized)
@@ -64,6 +100,8 @@ omx_return_t omx_hostname_to_nic_id(char *hostname, uint64_t *board_addr)
 		return omx__error_global(OMX_PEER_NOT_FOUND, "Looking up a NULL hostname");
 	pthread_mutex_lock(&omx__g.lock);
 	int idx = omx__peer_by_hostname(hostname);
+	if (idx < 0 && omx__discovery_enabled())
+		idx = discovery_wait(hostname);
 	if (idx >= 0)
 		*board_addr = omx__g.peers[idx].nic_id;
 	pthread_mutex_unlock(&omx__g.lock);
@@ -160,8 +198,11 @@ static omx_return_t get_info(omx_endpoint_t ep, omx_info_key_t key, const void *
 			return r;
 		if (out_len < 4 * OMX_COUNTER_COUNT)
 			return OMX_BAD_INFO_LENGTH;
-		for (int i = 0; i < OMX_COUNTER_COUNT; i++)
-			((uint32_t *)out_val)[i] = __atomic_load_n(&b->counters[i], __ATOMIC_RELAXED);
+		{
+			const uint64_t *v = omx__counters_values(b);
+			for (int i = 0; i < OMX_COUNTER_COUNT; i++)
+				((uint32_t *)out_val)[i] = (uint32_t)__atomic_load_n(&v[i], __ATOMIC_RELAXED);
+		}
 		return OMX_SUCCESS;
 	case OMX_INFO_COUNTER_LABEL: {
 		if (!in_val)

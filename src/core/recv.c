@@ -496,6 +496,7 @@ void omx__recv_frame(void *arg, const uint8_t *frame, size_t len)
 		break;
 	case OMX_PT_RAW:
 		omx__count(ep->board, OMX_C_RECV_RAW); /* discovery frames are for the discovery daemon */
+		omx__handle_discovery(ep, &pkt);
 		break;
 	default:
 		omx__count(ep->board, OMX_C_DROP_NOT_IMPLEMENTED);

@@ -19,6 +19,7 @@
 
 #include "open-mx.h"
 #include "core/core.h"
+#include "core/counters.h"
 #include "core/testhooks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -156,8 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		wait_req(A, &r, &st, 50);
 	}
 	if (getenv("OMX_FUZZ_VERBOSE")) { /* to check that seeds reach past the session checks */
-		const uint32_t *c = A->board->counters;
-		fprintf(stderr, "recv tiny %u small %u medium %u rndv %u pull-reply %u notify %u, drop bad session %u\n",
+		const uint64_t *c = omx__counters_values(A->board);
+		fprintf(stderr, "recv tiny %lu small %lu medium %lu rndv %lu pull-reply %lu notify %lu, drop bad session %lu\n",
 			c[OMX_C_RECV_TINY], c[OMX_C_RECV_SMALL], c[OMX_C_RECV_MEDIUM_FRAG], c[OMX_C_RECV_RNDV],
 			c[OMX_C_RECV_PULL_REPLY], c[OMX_C_RECV_NOTIFY], c[OMX_C_DROP_BAD_SESSION]);
 	}

@@ -13,6 +13,7 @@
 
 #include "open-mx.h"
 #include "core/core.h"
+#include "core/counters.h"
 #include "core/testhooks.h"
 
 static int passed, failed;
@@ -121,7 +122,7 @@ int main(void)
 	}
 	pump_ms(400); /* many resend rounds (20 ms) */
 	unsigned stored = unexp_count(A);
-	uint32_t refused = A->board->counters[OMX_C_UNEXP_QUEUE_FULL];
+	uint32_t refused = (uint32_t)omx__counters_values(A->board)[OMX_C_UNEXP_QUEUE_FULL];
 	printf("flood: %u of %d messages held unexpected, %llu bytes charged, %u refusals counted\n", stored, FLOOD,
 	       (unsigned long long)A->unexp_bytes, refused);
 	CHECK(A->unexp_bytes <= (uint64_t)PEER_MAX_KB * 1024u);

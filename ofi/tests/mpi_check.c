@@ -22,6 +22,7 @@
 #include <string.h>
 
 static int rank, nranks, quick, nossend, fails;
+static double t_last; /* for the elapsed time printed with each check (information only) */
 
 static void check(int ok, const char *what)
 {
@@ -30,8 +31,10 @@ static void check(int ok, const char *what)
 	if (!all)
 		fails++;
 	if (rank == 0) {
-		printf("%s - %s (%d ranks)\n", all ? "ok" : "FAIL", what, nranks);
+		double t = MPI_Wtime();
+		printf("%s - %s (%d ranks) [%.2f s]\n", all ? "ok" : "FAIL", what, nranks, t - t_last);
 		fflush(stdout);
+		t_last = t;
 	}
 }
 
@@ -393,6 +396,7 @@ int main(int argc, char **argv)
 		nossend |= !strcmp(argv[i], "nossend");
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	t_last = MPI_Wtime();
 	if (nranks < 2) {
 		if (rank == 0)
 			printf("FAIL - needs at least 2 ranks\n");

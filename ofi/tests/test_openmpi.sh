@@ -81,6 +81,8 @@ job tag1 "0:1 1:1" 2 2 nodata --mca mtl_ofi_tag_mode ofi_tag_1 -- quick nossend
 # Frame loss: 5% of the omx frames arriving at each host are dropped; short resend timers.
 for i in 0 1; do omx_nft_loss "$i" 5 || ko "loss rule on host $i"; done
 MPI_ENV="OMX_FI_VERBOSE=1 OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=40"
+# Usually 5-15 s; occasional multi-second stalls under loss (see docs/mpi.md): more room.
+MPI_TIMEOUT=${MPI_LOSS_TIMEOUT:-100}
 job loss2 "0:1 1:1" 2 2 data -- quick
 job loss4 "0:2 1:2" 4 2 data -- quick
 d0=$(omx_nft_count 0 loss)

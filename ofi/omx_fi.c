@@ -200,8 +200,10 @@ static int ofx_verbose;   /* OMX_FI_VERBOSE: 1 endpoints, 2 refused hints, 3 all
 
 #define OFX_TRACE(...)                                                                                          \
 	do {                                                                                                     \
-		if (ofx_verbose >= 4)                                                                            \
-			fprintf(stderr, "omx-fi: " __VA_ARGS__);                                                 \
+		if (ofx_verbose >= 4) {                                                                          \
+			fprintf(stderr, "omx-fi: %.6f ", (double)now_ns() * 1e-9);                               \
+			fprintf(stderr, __VA_ARGS__);                                                            \
+		}                                                                                                \
 	} while (0)
 
 static int ofx_omx_init(void)

@@ -59,7 +59,8 @@ check "without it (OMX_PROGRESS_THREAD=0): only after the sender woke" grep -q "
 
 # sender killed mid-transfer, a keeper on its host answers for the closed endpoint: the pull fails
 omx_host_exec 0 env $(omx_env 0) timeout 60 "$P" serve -e 5 -t 30 >"$TMP/keeper.log" 2>&1 &
-omx_host_exec 1 env $(omx_env 1) timeout 120 "$P" recvcheck 268435456 "$TMP/never" >"$TMP/recvkill.log" 2>&1 &
+for _ in $(seq 200); do grep -q ready "$TMP/keeper.log" && break; sleep 0.05; done # it answers for host 0
+omx_host_exec 1 env $(omx_env 1) OMX_PULL_RESEND_MS=200 timeout 120 "$P" recvcheck 268435456 "$TMP/never" >"$TMP/recvkill.log" 2>&1 &
 R=$!
 for _ in $(seq 100); do grep -q ready "$TMP/recvkill.log" && break; sleep 0.05; done
 omx_host_exec 0 env $(omx_env 0) OMX_PROGRESS_THREAD=0 timeout 60 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 268435456 30 "$TMP/x" >"$TMP/sendkill.log" 2>&1 &
@@ -67,7 +68,7 @@ for _ in $(seq 200); do grep -q posted "$TMP/sendkill.log" && break; sleep 0.05;
 sleep 1 # the rendezvous is in, pulls are going unanswered (no progress thread in the sender)
 pkill -KILL -f "omx_faultprog sleepsend"
 wait $R
-sed 's/^/  [killed sender] /' "$TMP/recvkill.log"
+sed 's/^/  [killed sender] /' "$TMP/recvkill.log" "$TMP/sendkill.log" "$TMP/keeper.log"
 check "receive from a sender killed mid-transfer fails with a clear status" \
 	grep -q -e "received Remote Endpoint is Closed" -e "received Remote Endpoint Unreachable" "$TMP/recvkill.log"
 pkill -TERM -f "omx_faultprog serve -e 5"

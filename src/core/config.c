@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "shm/shm.h"
 
 struct omx_config omx__cfg;
 
@@ -113,6 +114,15 @@ void omx__config_load_open(void)
 	}
 	v = getenv("OMX_ANY_ENDPOINT");
 	c->any_endpoint = v ? atoi(v) : -1;
+	c->shared_disabled = (int)env_u32("OMX_DISABLE_SHARED", "MX_DISABLE_SHMEM", 0);
+	c->shared_single_copy = (int)env_u32("OMX_SHARED_SINGLE_COPY", NULL, 1);
+	c->shared_nt_threshold = env_u32("OMX_SHARED_NT_THRESHOLD", NULL, 2u << 20);
+	omx_copy_set_nt_threshold(c->shared_nt_threshold);
+	c->shared_ring_kb = env_u32("OMX_SHARED_RING_KB", NULL, 8192);
+	if (c->shared_ring_kb < 64)
+		c->shared_ring_kb = 64;
+	if (c->shared_ring_kb > 262144)
+		c->shared_ring_kb = 262144;
 	v = getenv("OMX_FAULT");
 	c->fault_enabled = 0;
 	if (v && *v) {

@@ -6,7 +6,10 @@
 #
 # Modes: shm (default: shared-memory rings + single copy above OMX_SHARED_RNDV_THRESHOLD),
 # twocopy (OMX_SHARED_SINGLE_COPY=0: large messages pulled through the rings), frames
-# (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path).
+# (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path), and the
+# baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare shared-memory
+# flag + memcpy: the floor of any shared-memory path), at the lengths of $LENGTHS; their
+# bandwidth counts one direction per round trip, like omx_perf -U.
 # Environment: OMX_BUILD [./build], MODES ["shm twocopy frames"], PERF (another omx_perf binary,
 # e.g. an older build, for before/after comparisons).
 # Output: one line per (mode, length): the median latency (us) and bandwidth (MB/s) over the runs.
@@ -25,8 +28,31 @@ omx_netns_setup 2 9000 || exit 1
 omx_netns_peers_file "$TMP/peers"
 mkdir -p "$TMP/lock"
 H=${OMX_HOSTNAME[0]}
+MEDIAN='
+import sys, statistics, collections
+lat = collections.defaultdict(list); bw = collections.defaultdict(list)
+for line in sys.stdin:
+    l, n, us, mb = line.strip().split(",")[:4]
+    lat[int(l)].append(float(us)); bw[int(l)].append(float(mb))
+for l in sorted(lat):
+    print("%-8s %9d  %9.2f us  %9.1f MB/s  (%d runs)" % (sys.argv[1], l, statistics.median(lat[l]), statistics.median(bw[l]), len(lat[l])))
+'
+LENGTHS=${LENGTHS:-"0 64 1024 4096 65536 1048576 4194304"}
+LP=$BUILD/bench/local_pingpong
 for mode in $MODES; do
 	case $mode in
+	pipe | unix | flag)
+		for ((r = 0; r < RUNS; r++)); do
+			for l in $LENGTHS; do
+				n=$((200000000 / (l + 1)))
+				[ $n -gt 20000 ] && n=20000
+				[ $n -lt 20 ] && n=20
+				"$LP" "${mode/flag/shm}" "$l" "$n" | awk -F, '{print $2","$3","$4","$5}'
+			done
+		done >"$TMP/$mode.0.csv"
+		cat "$TMP/$mode.0.csv" | python3 -c "$MEDIAN" "$mode"
+		continue
+		;;
 	shm) extra=() ;;
 	twocopy) extra=(OMX_SHARED_SINGLE_COPY=0) ;;
 	frames) extra=(OMX_DISABLE_SHARED=1) ;;
@@ -44,13 +70,6 @@ for mode in $MODES; do
 			grep -E '^[0-9]+,' >"$TMP/$mode.$r.csv"
 		wait $srv
 	done
-	cat "$TMP/$mode".*.csv | python3 -c '
-import sys, statistics, collections
-lat = collections.defaultdict(list); bw = collections.defaultdict(list)
-for line in sys.stdin:
-    l, n, us, mb = line.strip().split(",")[:4]
-    lat[int(l)].append(float(us)); bw[int(l)].append(float(mb))
-for l in sorted(lat):
-    print("%-8s %9d  %9.2f us  %9.1f MB/s  (%d runs)" % (sys.argv[1], l, statistics.median(lat[l]), statistics.median(bw[l]), len(lat[l])))
-' "$mode"
+	cat "$TMP/$mode".*.csv | python3 -c "$MEDIAN" "$mode"
 done
+exit 0

@@ -449,17 +449,16 @@ int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const s
 	struct export_ent *e = &own->h->exports[id];
 	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
 	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	int ok = nseg <= OMX_SHM_EXPORT_SEGS;
-	__atomic_store_n(&e->valid, (uint32_t)ok, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->valid, (uint32_t)ok, __ATOMIC_RELEASE);
 	if (ok) {
-		__atomic_store_n(&e->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
-		__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELAXED);
-		__atomic_store_n(&e->nseg, nseg, __ATOMIC_RELAXED);
-		__atomic_store_n(&e->total, total, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
+		__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->nseg, nseg, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->total, total, __ATOMIC_RELEASE);
 		for (unsigned i = 0; i < nseg; i++) {
-			__atomic_store_n(&e->seg[i][0], (uint64_t)(uintptr_t)segs[i].iov_base, __ATOMIC_RELAXED);
-			__atomic_store_n(&e->seg[i][1], (uint64_t)segs[i].iov_len, __ATOMIC_RELAXED);
+			__atomic_store_n(&e->seg[i][0], (uint64_t)(uintptr_t)segs[i].iov_base, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->seg[i][1], (uint64_t)segs[i].iov_len, __ATOMIC_RELEASE);
 		}
 	}
 	__atomic_store_n(&e->gen, g + 2u, __ATOMIC_RELEASE);
@@ -471,8 +470,7 @@ void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id)
 	struct export_ent *e = &own->h->exports[id];
 	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
 	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&e->valid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->valid, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->gen, g + 2u, __ATOMIC_RELEASE);
 }
 
@@ -486,18 +484,17 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 	uint32_t g1 = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
 	if (g1 & 1u)
 		return -ENOENT;
-	uint32_t valid = __atomic_load_n(&e->valid, __ATOMIC_RELAXED);
-	uint32_t pid = __atomic_load_n(&e->pid, __ATOMIC_RELAXED);
-	uint32_t sn = __atomic_load_n(&e->seqnum, __ATOMIC_RELAXED);
-	uint32_t nseg = __atomic_load_n(&e->nseg, __ATOMIC_RELAXED);
-	uint64_t total = __atomic_load_n(&e->total, __ATOMIC_RELAXED);
+	uint32_t valid = __atomic_load_n(&e->valid, __ATOMIC_ACQUIRE);
+	uint32_t pid = __atomic_load_n(&e->pid, __ATOMIC_ACQUIRE);
+	uint32_t sn = __atomic_load_n(&e->seqnum, __ATOMIC_ACQUIRE);
+	uint32_t nseg = __atomic_load_n(&e->nseg, __ATOMIC_ACQUIRE);
+	uint64_t total = __atomic_load_n(&e->total, __ATOMIC_ACQUIRE);
 	if (nseg > OMX_SHM_EXPORT_SEGS)
 		return -ENOENT;
 	for (uint32_t i = 0; i < nseg; i++) {
-		seg[i][0] = __atomic_load_n(&e->seg[i][0], __ATOMIC_RELAXED);
-		seg[i][1] = __atomic_load_n(&e->seg[i][1], __ATOMIC_RELAXED);
+		seg[i][0] = __atomic_load_n(&e->seg[i][0], __ATOMIC_ACQUIRE);
+		seg[i][1] = __atomic_load_n(&e->seg[i][1], __ATOMIC_ACQUIRE);
 	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g1 || !valid || sn != seqnum || total < len || !pid)
 		return -ENOENT;
 	uint64_t sum = 0;

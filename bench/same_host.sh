@@ -10,6 +10,7 @@
 # baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare shared-memory
 # flag + memcpy: the floor of any shared-memory path), at the lengths of $LENGTHS; their
 # bandwidth counts one direction per round trip, like omx_perf -U.
+# A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
 # Environment: OMX_BUILD [./build], MODES ["shm twocopy frames"], PERF (another omx_perf binary,
 # e.g. an older build, for before/after comparisons).
 # Output: one line per (mode, length): the median latency (us) and bandwidth (MB/s) over the runs.
@@ -53,11 +54,13 @@ for mode in $MODES; do
 		cat "$TMP/$mode.0.csv" | python3 -c "$MEDIAN" "$mode"
 		continue
 		;;
-	shm) extra=() ;;
-	twocopy) extra=(OMX_SHARED_SINGLE_COPY=0) ;;
-	frames) extra=(OMX_DISABLE_SHARED=1) ;;
+	shm*) extra=() ;;
+	twocopy*) extra=(OMX_SHARED_SINGLE_COPY=0) ;;
+	frames*) extra=(OMX_DISABLE_SHARED=1) ;;
 	*) echo "unknown mode $mode" >&2; exit 2 ;;
 	esac
+	# "mode+VAR=value+VAR2=value": extra variables for this mode
+	[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}" && extra+=("${more[@]}")
 	envs=(env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock" "${extra[@]}")
 	for ((r = 0; r < RUNS; r++)); do
 		omx_host_exec 0 "${envs[@]}" timeout 300 "$PERF" -e 0 >"$TMP/server.log" 2>&1 &

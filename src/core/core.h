@@ -472,7 +472,8 @@ void omx__shared_export(union omx_request *r);
 void omx__shared_unexport(struct omx_endpoint *ep, int region);
 int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/complete remain */
 /* "Shared communication: ..." (one line, no newline) saying which same-host mode endpoints of
- * this process use; returns snprintf's count. For omx_info. */
+ * this process use; returns snprintf's count. For omx_info (forks once to probe
+ * process_vm_readv between processes). */
 int omx__shared_mode_string(char *buf, size_t len);
 void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks);
 void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now);

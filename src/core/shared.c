@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "shm/shm.h"
@@ -106,7 +109,32 @@ static int read_int_file(const char *path, int def)
 	return v;
 }
 
-/* One line for omx_info: which same-host mode is in force for endpoints this process opens. */
+/* Can another process read us with process_vm_readv? A child (not our descendant, the case of
+ * two independent processes under Yama) reads a word of ours. 0 or the errno it got. */
+static int probe_single_copy(void)
+{
+	static volatile uint64_t word = 0x0123456789abcdefull;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		uint64_t got = 0;
+		struct iovec l = { &got, sizeof(got) }, r = { (void *)&word, sizeof(word) };
+		ssize_t n = process_vm_readv(parent, &l, 1, &r, 1, 0);
+		_exit(n == (ssize_t)sizeof(got) && got == 0x0123456789abcdefull ? 0 : n < 0 ? (errno & 0x7f) : 0x7f);
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status))
+		return EINTR;
+	return WEXITSTATUS(status) == 0x7f ? EIO : WEXITSTATUS(status);
+}
+
+/* One line for omx_info: which same-host mode is in force for endpoints this process opens
+ * (probes process_vm_readv between two processes with a fork: call it from tools, not from
+ * the middle of an application). */
 int omx__shared_mode_string(char *buf, size_t len)
 {
 	char cfg[128];
@@ -117,22 +145,24 @@ int omx__shared_mode_string(char *buf, size_t len)
 		return snprintf(buf, len, "Shared communication: disabled (OMX_DISABLE_SHARED): same-host frames over Unix sockets");
 	int yama = read_int_file("/proc/sys/kernel/yama/ptrace_scope", -1);
 	int denied = __atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
+	if (!denied && omx__cfg.shared_single_copy)
+		denied = probe_single_copy();
 	snprintf(cfg, sizeof(cfg), "rndv above %u B, non-temporal copies from %llu B%s%s%s", omx__cfg.shared_rndv_threshold,
 		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",
 		 *hw ? ", " : "", hw);
 	if (!omx__cfg.shared_single_copy)
 		return snprintf(buf, len, "Shared communication: shared-memory rings, two-copy large messages "
 					  "(OMX_SHARED_SINGLE_COPY=0); %s", cfg);
-	if (denied)
+	if (denied) {
+		char why[64] = "";
+		if (yama > 0)
+			snprintf(why, sizeof(why), ", Yama ptrace_scope=%d", yama);
 		return snprintf(buf, len, "Shared communication: shared-memory rings, two-copy large messages "
-					  "(process_vm_readv: %s%s); %s", strerror(denied),
-				yama > 0 ? ", Yama ptrace_scope restricts it" : "", cfg);
-	if (yama >= 2)
-		return snprintf(buf, len, "Shared communication: shared-memory rings, two-copy large messages "
-					  "(Yama ptrace_scope=%d forbids process_vm_readv); %s", yama, cfg);
+					  "(process_vm_readv between processes refused: %s%s); %s", strerror(denied), why, cfg);
+	}
 	return snprintf(buf, len, "Shared communication: shared-memory rings, single-copy large messages "
 				  "(process_vm_readv)%s; %s",
-			yama == 1 ? ", two-copy fallback when Yama ptrace_scope=1 denies it" : "", cfg);
+			yama == 1 ? ", two-copy fallback for peers Yama ptrace_scope=1 protects" : "", cfg);
 }
 
 void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks)

@@ -51,6 +51,18 @@ check "large messages were copied once with process_vm_readv ($sc single copies,
 fr=$(summary random.a 1)
 check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:-0}" -gt 0
 
+# --- sleeping receivers: woken by the doorbell ----------------------------------------------
+PERF=$OMX_BUILD/tools/omx_perf
+run0 env OMX_SPIN_US=0 timeout 120 "$PERF" -e 4 -w >"$TMP/sleep.srv.log" 2>&1 &
+A=$!
+sleep 0.5
+run0 env OMX_SPIN_US=0 timeout 120 "$PERF" -d "$H0" -r 4 -e 5 -w -S 0 -E 1048577 -M 16 -N 50 -P 0 >"$TMP/sleep.cl.log" 2>&1
+B=$?
+wait $A
+A=$?
+tail -n 2 "$TMP/sleep.cl.log" | sed "s/^/  [sleeping] /"
+check "both sides asleep in omx_wait (no spinning): ping-pong 0 B..1 MiB completes" test "$A$B" = 00
+
 # --- forced two-copy fallback ------------------------------------------------------------------
 run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 21 -n "$N" -m 4194304 -w 16 -z $SIZES \
 	>"$TMP/fb.a.log" 2>&1 &

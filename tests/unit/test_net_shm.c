@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -288,6 +289,56 @@ static void single_copy(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* process_vm_readv refused (what Yama or another user cause): an unprivileged reader and a
+ * non-dumpable unprivileged sender; the single copy reports -EPERM (the core then pulls). */
+static void single_copy_refused(void)
+{
+	if (getuid() != 0) {
+		printf("single_copy_refused: skipped (needs root to switch users)\n");
+		return;
+	}
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 6 };
+	int to_child[2], to_parent[2];
+	CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+	CHECK(chmod(dir, 0777) == 0);
+	static uint8_t data[4096];
+	pid_t pid = fork();
+	if (pid == 0) {
+		int e;
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		prctl(PR_SET_DUMPABLE, 0);
+		struct omx_shm_ring *own = omx_shm_ring_create(mac, 7, 1500, 128 << 10, 4, &e);
+		struct iovec seg = { data, sizeof(data) };
+		char c = own && omx_shm_export(own, 1, 1, &seg, 1, sizeof(data)) == 0 ? 'r' : 'x';
+		(void)!write(to_parent[1], &c, 1);
+		(void)!read(to_child[0], &c, 1);
+		omx_shm_ring_close(own);
+		_exit(0);
+	}
+	char c = 0;
+	CHECK(read(to_parent[0], &c, 1) == 1 && c == 'r');
+	pid_t reader = fork();
+	if (reader == 0) {
+		int err;
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		struct omx_shm_ring *peer = omx_shm_ring_attach(mac, 7, &err);
+		if (!peer)
+			_exit(4);
+		uint8_t buf[4096];
+		struct iovec dst = { buf, sizeof(buf) };
+		_exit(omx_shm_single_copy(peer, 1, 1, &dst, 1, sizeof(buf)) == -EPERM ? 0 : 5);
+	}
+	int status;
+	waitpid(reader, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	(void)!write(to_child[1], "q", 1);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(chmod(dir, 0700) == 0);
+}
+
 static void copy_engines(void)
 {
 	uint8_t *src = malloc(1 << 20), *dst = malloc((1 << 20) + 64);
@@ -322,6 +373,7 @@ int main(void)
 	multi_producer();
 	dead_owner();
 	single_copy();
+	single_copy_refused();
 	copy_engines();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -63,6 +63,11 @@ struct omx_config {
 	uint32_t peer_max;
 	int fault_enabled;
 	struct omx_fault_spec fault;
+	/* same-host path (shared.c, net/local.c, shm/) */
+	int shared_disabled;          /* OMX_DISABLE_SHARED: frames over Unix sockets only */
+	int shared_single_copy;       /* OMX_SHARED_SINGLE_COPY: process_vm_readv for large messages */
+	uint64_t shared_nt_threshold; /* OMX_SHARED_NT_THRESHOLD: non-temporal copies from this size */
+	uint32_t shared_ring_kb;      /* OMX_SHARED_RING_KB: receive ring per endpoint */
 };
 extern struct omx_config omx__cfg;
 
@@ -343,6 +348,7 @@ struct omx_endpoint {
 	struct omx_list ack_list;     /* partners owing an ack */
 	struct omx_list all_reqs;
 	uint64_t next_host_query_check;
+	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
 	uint32_t mismatch_warnings;
 	uint32_t zombies;
 	uint32_t resends_max;
@@ -486,6 +492,18 @@ uint64_t omx__pull_next_deadline(struct omx_endpoint *ep);
 /* responder.c: NACKs for closed endpoints of a board */
 void omx__responder_progress(struct omx_endpoint *ep, uint64_t now);
 void omx__responder_release(uint32_t board_index);
+
+/* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
+int omx__partner_shared(const struct omx_partner *p);
+void omx__shared_export(union omx_request *r);
+void omx__shared_unexport(struct omx_endpoint *ep, int region);
+int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/complete remain */
+/* "Shared communication: ..." (one line, no newline) saying which same-host mode endpoints of
+ * this process use; returns snprintf's count. For omx_info (forks once to probe
+ * process_vm_readv between processes). */
+int omx__shared_mode_string(char *buf, size_t len);
+void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks);
+void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now);
 
 /* board.c: host query/reply and periodic queries */
 void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt);

@@ -177,6 +177,8 @@ void omx__progress(struct omx_endpoint *ep)
 		omx__host_queries_due(ep, now);
 	}
 	omx__responder_progress(ep, now);
+	if (ep->local && now >= ep->next_shared_check)
+		omx__shared_check_partners(ep, now);
 	if (ep->completions != c0)
 		omx__notify_waiters(ep);
 }
@@ -213,6 +215,8 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 		ms = 1000; /* bounded: signals and changes of configuration are noticed */
 	struct pollfd fds[3] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
 				 { ep->local ? ep->local->fd : -1, POLLIN, 0 } };
+	if (ep->local && ep->local->ops->prepare_sleep && ep->local->ops->prepare_sleep(ep->local, 1))
+		ms = 0; /* frames already in our shared-memory ring */
 	ep->poller_active = 1;
 	pthread_mutex_unlock(&ep->lock);
 	int r = poll(fds, 3, ms);
@@ -232,6 +236,8 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 		}
 	pthread_mutex_lock(&ep->lock);
 	ep->poller_active = 0;
+	if (ep->local && ep->local->ops->prepare_sleep)
+		ep->local->ops->prepare_sleep(ep->local, 0);
 	if (intr && omx__cfg.waitintr && !ep->poller_is_thread)
 		ep->intr_gen++; /* OMX_WAITINTR: the signal ends the waits (as if they timed out) */
 	pthread_cond_broadcast(&ep->cond);
@@ -440,9 +446,17 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 	}
 	if (!hub) {
 		int lerr = 0;
-		ep->local = omx_net_local_open(ep->board->iface.mac, ep->board->iface.mtu, (uint8_t)ep->endpoint_index, &lerr);
-		if (!ep->local)
+		struct omx_net_local_opts lo = { !omx__cfg.shared_disabled, omx__cfg.shared_ring_kb * 1024u, ep->session };
+		ep->local = omx_net_local_open(ep->board->iface.mac, ep->board->iface.mtu, (uint8_t)ep->endpoint_index, &lo,
+					       &lerr);
+		if (!ep->local) {
 			omx__warn("no same-host path for endpoint %u: %s\n", ep->endpoint_index, strerror(-lerr));
+		} else if (lo.shared && !omx_net_local_own_ring(ep->local)) {
+			struct omx_net_local_stats ls;
+			omx_net_local_stats(ep->local, &ls);
+			omx__warn("no shared-memory ring for endpoint %u (%s): same-host frames over a Unix socket\n",
+				  ep->endpoint_index, strerror(-ls.ring_error));
+		}
 	}
 	if (omx__cfg.fault_enabled) {
 		struct omx_fault_spec fs = omx__cfg.fault;
@@ -691,6 +705,17 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	pthread_mutex_lock(&omx__g.lock);
 	omx__counters_close(ep);
 	pthread_mutex_unlock(&omx__g.lock);
+	if (ep->local && omx__cfg.verbose) {
+		struct omx_net_local_stats ls;
+		uint64_t sc, sb, fb;
+		omx_net_local_stats(ep->local, &ls);
+		omx__shared_stats(&sc, &sb, &fb);
+		omx__verbose("endpoint %u same-host summary: %llu frames through shared memory, %llu over the socket, "
+			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull\n",
+			     ep->endpoint_index, (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
+			     (unsigned long long)ls.ring_skipped, (unsigned long long)sc, (unsigned long long)sb,
+			     (unsigned long long)fb);
+	}
 	endpoint_free(ep);
 	return OMX_SUCCESS;
 }

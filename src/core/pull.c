@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "shm/shm.h"
 
 #define PULL_WINDOW OMX_PULL_BLOCKS_OUTSTANDING
 
@@ -242,6 +243,12 @@ void omx__large_recv_start(union omx_request *r)
 		omx__req_complete(r, r->s.status.msg_length ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
 		return;
 	}
+	if (omx__shared_single_copy(r)) {
+		/* Same-host sender: copied straight from its buffer (shared.c); no pull. */
+		omx__send_notify(ep, r, X);
+		omx__req_complete(r, X < r->s.status.msg_length ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+		return;
+	}
 	int slot = -1;
 	for (int i = 0; i < OMX_PULL_SLOTS; i++)
 		if (!ep->pulls[i]) {
@@ -305,6 +312,23 @@ static void block_done(struct omx_endpoint *ep, struct omx_pull *pl, uint32_t b)
 	}
 }
 
+/* Like omx__copy_to_segs, through the copy engine (non-temporal for large messages). */
+static void copy_to_segs(union omx_request *r, uint32_t offset, const uint8_t *src, uint32_t len, uint64_t total)
+{
+	for (uint32_t i = 0; i < r->s.nseg && len; i++) {
+		uint32_t sl = r->s.segs[i].len;
+		if (offset >= sl) {
+			offset -= sl;
+			continue;
+		}
+		uint32_t n = sl - offset < len ? sl - offset : len;
+		omx_copy((uint8_t *)r->s.segs[i].ptr + offset, src, n, total);
+		src += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
 void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 {
 	const struct omx_pkt_pull_reply *q = &pkt->u.pull_reply;
@@ -332,7 +356,7 @@ void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	}
 	pl->frame_mask[b % PULL_WINDOW] |= bit;
 	union omx_request *r = pl->req;
-	omx__copy_to_segs(r->s.segs, r->s.nseg, q->msg_offset, pkt->payload, q->frame_length);
+	copy_to_segs(r, q->msg_offset, pkt->payload, q->frame_length, pl->total);
 	pl->received += q->frame_length;
 	pl->last_activity_ns = omx_now_ns();
 	if (pl->received >= pl->total) {

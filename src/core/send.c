@@ -108,6 +108,7 @@ void omx__region_release(struct omx_endpoint *ep, union omx_request *r)
 	int i = r->s.u.send.region;
 	if (i < 0 || ep->regions[i].req != r)
 		return;
+	omx__shared_unexport(ep, i);
 	ep->regions[i].req = NULL;
 	r->s.u.send.region = -1;
 	ep->large_sends--;
@@ -125,8 +126,10 @@ static int try_send_now(union omx_request *r)
 	r->s.seqnum = p->next_send_seq;
 	p->next_send_seq = omx_seq_inc(p->next_send_seq);
 	r->s.state |= OMX_RS_NEED_ACK;
-	if (r->s.type == OMX_REQ_SEND_LARGE)
+	if (r->s.type == OMX_REQ_SEND_LARGE) {
 		r->s.state |= OMX_RS_NEED_REPLY;
+		omx__shared_export(r); /* same-host receiver: lets it copy directly */
+	}
 	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
 	omx__send_sequenced(r);
 	return 0;
@@ -334,7 +337,9 @@ static void self_send(struct omx_endpoint *ep, union omx_request *r)
 static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request *r, int synchronous)
 {
 	uint32_t len = r->s.total_len;
-	uint32_t threshold = omx__cfg.rndv_threshold < ep->wp.medium_max ? omx__cfg.rndv_threshold : ep->wp.medium_max;
+	uint32_t threshold = omx__partner_shared(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__cfg.rndv_threshold;
+	if (threshold > ep->wp.medium_max)
+		threshold = ep->wp.medium_max;
 	if (synchronous || len > threshold) {
 		r->s.type = OMX_REQ_SEND_LARGE;
 		return OMX_SUCCESS;

@@ -6,6 +6,12 @@
  * are sent there unchanged: the whole protocol (sequence numbers, acks, pulls) is reused.
  * A send to an endpoint that nobody has open fails at once (-ECONNREFUSED / -ENOENT), which
  * the core turns into the NACK a remote driver would have sent.
+ *
+ * With the shared-memory path (the default), each endpoint also owns a receive ring in shared
+ * memory (shm/ring.c) and senders put frames there instead; the socket then only carries the
+ * doorbell byte that wakes a sleeping owner, and frames whose ring is unavailable: receiver
+ * without a ring (OMX_DISABLE_SHARED, another user), full ring, frame larger than its slots. Frames
+ * may thus arrive in a different order than sent, which the protocol absorbs (early frames).
  */
 #include <errno.h>
 #include <sched.h>
@@ -17,12 +23,33 @@
 #include <unistd.h>
 
 #include "net/net.h"
+#include "shm/shm.h"
 #include "wire/wire.h"
 
 #define LOCAL_FRAME_MAX (65535 + 64)
+#define PEER_RINGS 64
+#define PEER_CHECK_NS 20000000ull   /* owner liveness probe of a cached peer ring */
+#define PEER_RETRY_NS 50000000ull   /* a peer without a ring is asked again after this */
+#define FULL_WAIT_NS 200000ull      /* full ring: wait this long before the socket fallback */
+
+struct peer_ring {
+	uint8_t mac[6];
+	uint8_t endpoint;
+	uint8_t used;
+	struct omx_shm_ring *ring; /* NULL: none (retry_ns) */
+	uint64_t check_ns, retry_ns, last_use;
+};
 
 struct omx_net_local {
 	struct omx_net base;
+	struct omx_shm_ring *own; /* NULL: frames over the socket only */
+	struct peer_ring peers[PEER_RINGS];
+	struct peer_ring *last;
+	uint64_t use_clock;
+	uint32_t sock_hint;  /* last seen hint of our ring */
+	unsigned sock_skip;  /* polls since we last looked at the socket */
+	int sock_force;      /* look at it on the next poll (after a sleep) */
+	struct omx_net_local_stats stats;
 	uint8_t buf[LOCAL_FRAME_MAX];
 };
 
@@ -35,20 +62,13 @@ static socklen_t local_name(struct sockaddr_un *a, const uint8_t mac[6], uint8_t
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcnt)
+static int sock_send(struct omx_net *n, const struct iovec *iov, unsigned iovcnt, const uint8_t *mac, int ep)
 {
-	const uint8_t *frame = iov[0].iov_base;
-	size_t first = iov[0].iov_len;
-	if (first < OMX_HEAD_LEN + 1)
-		return -EINVAL;
-	int ep = omx_wire_frame_endpoint(frame, first);
-	if (ep < 0)
-		return 0; /* host queries etc. are for the wire only */
 	struct sockaddr_un a;
 	struct msghdr msg;
 	memset(&msg, 0, sizeof(msg));
 	msg.msg_name = &a;
-	msg.msg_namelen = local_name(&a, frame, (uint8_t)ep);
+	msg.msg_namelen = local_name(&a, mac, (uint8_t)ep);
 	msg.msg_iov = (struct iovec *)iov;
 	msg.msg_iovlen = iovcnt;
 	/* The receiver's queue holds net.unix.max_dgram_qlen datagrams (10 by default): when it is
@@ -72,22 +92,149 @@ static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 	}
 }
 
+static void doorbell(struct omx_net *n, const uint8_t *mac, int ep)
+{
+	struct sockaddr_un a;
+	socklen_t alen = local_name(&a, mac, (uint8_t)ep);
+	uint8_t b = 0;
+	(void)sendto(n->fd, &b, 1, MSG_DONTWAIT, (struct sockaddr *)&a, alen);
+}
+
+static struct peer_ring *peer_lookup(struct omx_net_local *l, const uint8_t *mac, uint8_t ep)
+{
+	struct peer_ring *p = l->last, *victim = NULL;
+	if (p && p->endpoint == ep && !memcmp(p->mac, mac, 6))
+		return p;
+	for (unsigned i = 0; i < PEER_RINGS; i++) {
+		p = &l->peers[i];
+		if (p->used && p->endpoint == ep && !memcmp(p->mac, mac, 6))
+			return l->last = p;
+		if (!victim || !p->used || (victim->used && p->last_use < victim->last_use))
+			victim = p;
+	}
+	if (victim->ring)
+		omx_shm_ring_close(victim->ring);
+	memset(victim, 0, sizeof(*victim));
+	memcpy(victim->mac, mac, 6);
+	victim->endpoint = ep;
+	victim->used = 1;
+	return l->last = victim;
+}
+
+/* The peer's ring, attached or re-attached as needed; NULL if it has none now. */
+static struct omx_shm_ring *peer_ring_get(struct omx_net_local *l, const uint8_t *mac, uint8_t ep, uint64_t now)
+{
+	struct peer_ring *p = peer_lookup(l, mac, ep);
+	p->last_use = ++l->use_clock;
+	if (p->ring && (omx_shm_ring_closed(p->ring) || (now >= p->check_ns && !omx_shm_ring_owner_alive(p->ring)))) {
+		omx_shm_ring_close(p->ring); /* closed or owner gone: the slot may have a new owner */
+		p->ring = NULL;
+		p->retry_ns = 0;
+	}
+	if (p->ring) {
+		if (now >= p->check_ns)
+			p->check_ns = now + PEER_CHECK_NS;
+		return p->ring;
+	}
+	if (now < p->retry_ns)
+		return NULL;
+	int err = 0;
+	p->ring = omx_shm_ring_attach(mac, ep, &err);
+	p->check_ns = now + PEER_CHECK_NS;
+	if (!p->ring)
+		p->retry_ns = now + PEER_RETRY_NS;
+	return p->ring;
+}
+
+static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcnt)
+{
+	struct omx_net_local *l = (struct omx_net_local *)n;
+	const uint8_t *frame = iov[0].iov_base;
+	size_t first = iov[0].iov_len;
+	if (first < OMX_HEAD_LEN + 1)
+		return -EINVAL;
+	int ep = omx_wire_frame_endpoint(frame, first);
+	if (ep < 0)
+		return 0; /* host queries etc. are for the wire only */
+	if (l->own) {
+		uint64_t now = omx_now_ns(), give_up = 0;
+		struct omx_shm_ring *r = peer_ring_get(l, frame, (uint8_t)ep, now);
+		while (r) {
+			int bell = 0;
+			int e = omx_shm_ring_push(r, iov, iovcnt, &bell);
+			if (e == 0) {
+				l->stats.ring_frames++;
+				if (bell)
+					doorbell(n, frame, ep);
+				return 0;
+			}
+			if (e != -EAGAIN)
+				break;
+			/* Full: give the owner a moment, then use the socket. */
+			now = omx_now_ns();
+			if (!give_up)
+				give_up = now + FULL_WAIT_NS;
+			else if (now >= give_up)
+				break;
+			sched_yield();
+		}
+	}
+	int e = sock_send(n, iov, iovcnt, frame, ep);
+	if (e == 0) {
+		l->stats.socket_frames++;
+		struct peer_ring *p = l->own ? l->last : NULL;
+		if (p && p->ring && p->endpoint == ep && !memcmp(p->mac, frame, 6))
+			omx_shm_ring_hint_bump(p->ring);
+	}
+	return e;
+}
+
 static int local_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsigned max)
 {
 	struct omx_net_local *l = (struct omx_net_local *)n;
-	int count = 0;
+	int count = l->own ? omx_shm_ring_poll(l->own, fn, arg, max) : 0;
+	if (l->own) {
+		/* The socket only carries doorbells and fallback frames: look at it when a producer
+		 * says it used it, after a sleep, and every 16 polls (senders without our ring). */
+		uint32_t hint = omx_shm_ring_hint(l->own);
+		if (hint == l->sock_hint && !l->sock_force && ++l->sock_skip < 16)
+			return count;
+		l->sock_hint = hint;
+		l->sock_force = 0;
+		l->sock_skip = 0;
+	}
 	while ((unsigned)count < max) {
 		ssize_t r = recv(n->fd, l->buf, sizeof(l->buf), MSG_DONTWAIT);
 		if (r < 0)
 			break;
+		if (r < OMX_HEAD_LEN)
+			continue; /* doorbell */
 		fn(arg, l->buf, (size_t)r);
 		count++;
 	}
 	return count;
 }
 
+static int local_prepare_sleep(struct omx_net *n, int sleeping)
+{
+	struct omx_net_local *l = (struct omx_net_local *)n;
+	if (!l->own)
+		return 0;
+	if (!sleeping) {
+		omx_shm_ring_disarm(l->own);
+		l->sock_force = 1;
+		return 0;
+	}
+	return omx_shm_ring_arm(l->own);
+}
+
 static void local_close(struct omx_net *n)
 {
+	struct omx_net_local *l = (struct omx_net_local *)n;
+	for (unsigned i = 0; i < PEER_RINGS; i++)
+		if (l->peers[i].ring)
+			omx_shm_ring_close(l->peers[i].ring);
+	omx_shm_ring_close(l->own);
 	close(n->fd);
 	free(n);
 }
@@ -97,9 +244,46 @@ static const struct omx_net_ops local_ops = {
 	.recv_burst = local_recv_burst,
 	.next_deadline = NULL,
 	.close = local_close,
+	.prepare_sleep = local_prepare_sleep,
 };
 
-struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t endpoint, int *err)
+struct omx_shm_ring *omx_net_local_own_ring(struct omx_net *n)
+{
+	return ((struct omx_net_local *)n)->own;
+}
+
+struct omx_shm_ring *omx_net_local_peer_ring(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint)
+{
+	struct omx_net_local *l = (struct omx_net_local *)n;
+	return l->own ? peer_ring_get(l, mac, endpoint, omx_now_ns()) : NULL;
+}
+
+int omx_net_local_peer_gone(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint, uint32_t session)
+{
+	struct omx_net_local *l = (struct omx_net_local *)n;
+	if (l->own) {
+		struct omx_shm_ring *r = peer_ring_get(l, mac, endpoint, omx_now_ns());
+		if (r)
+			return omx_shm_ring_session(r) != session;
+	}
+	/* No ring (or a peer without one): is anybody bound to its socket? */
+	struct sockaddr_un a;
+	socklen_t alen = local_name(&a, mac, endpoint);
+	uint8_t b = 0;
+	if (sendto(n->fd, &b, 1, MSG_DONTWAIT, (struct sockaddr *)&a, alen) < 0)
+		return errno == ECONNREFUSED || errno == ENOENT;
+	return 0;
+}
+
+void omx_net_local_stats(struct omx_net *n, struct omx_net_local_stats *out)
+{
+	struct omx_net_local *l = (struct omx_net_local *)n;
+	*out = l->stats;
+	out->ring_skipped = l->own ? omx_shm_ring_skipped(l->own) : 0;
+}
+
+struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t endpoint,
+				   const struct omx_net_local_opts *opts, int *err)
 {
 	struct omx_net_local *l = calloc(1, sizeof(*l));
 	if (!l) {
@@ -122,6 +306,12 @@ struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t e
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (opts && opts->shared) {
+		int rerr = 0;
+		l->own = omx_shm_ring_create(mac, endpoint, mtu + 64, opts->ring_bytes, opts->session, &rerr);
+		if (!l->own)
+			l->stats.ring_error = rerr;
+	}
 	l->base.ops = &local_ops;
 	l->base.fd = fd;
 	memcpy(l->base.mac, mac, 6);

@@ -42,6 +42,9 @@ struct omx_net_ops {
 	 * no fd activity (fault wrapper holding delayed frames); 0 if none. May be NULL. */
 	uint64_t (*next_deadline)(struct omx_net *n);
 	void (*close)(struct omx_net *n);
+	/* May be NULL. Called with sleeping=1 just before the owner sleeps on fd (returns 1 if work
+	 * is already waiting: do not sleep), and with 0 after it woke. */
+	int (*prepare_sleep)(struct omx_net *n, int sleeping);
 };
 
 struct omx_net {
@@ -94,9 +97,30 @@ void omx_net_broker_forget_refusal(void);
 uint64_t omx_net_packet_drops(struct omx_net *n);
 
 /* Same-host frames: a Unix datagram socket named after (board MAC, endpoint) in the abstract
- * namespace of the network namespace. send() routes by the frame's destination MAC + endpoint;
- * an endpoint nobody has open gives -ECONNREFUSED or -ENOENT. */
-struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t endpoint, int *err);
+ * namespace of the network namespace, plus (opts->shared) a shared-memory receive ring (shm/).
+ * send() routes by the frame's destination MAC + endpoint: into the destination's ring when it
+ * has one, else to its socket; an endpoint nobody has open gives -ECONNREFUSED or -ENOENT. */
+struct omx_net_local_opts {
+	int shared;          /* create a shared-memory ring and use peers' rings */
+	uint32_t ring_bytes; /* ring size */
+	uint32_t session;
+};
+struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t endpoint,
+				   const struct omx_net_local_opts *opts, int *err);
+struct omx_shm_ring;
+/* Our ring (NULL if frames go over the socket only) and a same-host peer's ring (attached on
+ * demand; NULL if it has none). For single-copy exports and reads (shm/shm.h). */
+struct omx_shm_ring *omx_net_local_own_ring(struct omx_net *n);
+struct omx_shm_ring *omx_net_local_peer_ring(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint);
+/* 1 if the same-host endpoint instance `session` is certainly gone (its ring closed, its owner
+ * dead or replaced, or nobody bound to its socket); 0 if it seems alive. */
+int omx_net_local_peer_gone(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint, uint32_t session);
+struct omx_net_local_stats {
+	uint64_t ring_frames, socket_frames; /* frames sent each way */
+	uint64_t ring_skipped;               /* slots of dead producers skipped in our ring */
+	int ring_error;                      /* -errno if our ring could not be created */
+};
+void omx_net_local_stats(struct omx_net *n, struct omx_net_local_stats *out);
 
 /* NACK responder socket: frames for endpoints in open[] are no longer delivered to it. */
 int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, unsigned count);

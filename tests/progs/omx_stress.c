@@ -10,6 +10,15 @@
  *
  *   omx_stress -d peerhost:0 [-e ep] [-r peer_ep] [-n count] [-m maxlen] [-w window] [-s seed] [-t threads]
  * Exit 0 only if every message arrived intact and in order.
+ *
+ * Several peers (all-to-all tests): -d and -r take comma-separated lists (a single host applies
+ * to every endpoint of -r), e.g. "-d node:0 -r 1,2,3" or "-d a:0,b:0 -r 1,0". Then traffic runs
+ * with every peer at once, `-n` messages each way per peer; the top byte of the match value
+ * carries the sender's tag (its endpoint index, or -i) so that the receives posted for a peer
+ * see only its messages and per-peer order is checked. If a peer disappears (a send completes
+ * with "endpoint closed", "unreachable" or "bad session"), the program reports "peer lost" and
+ * exits with status 3 instead of waiting for it. -g uses tags with a single peer too (to talk to a
+ * process that has several peers).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -23,6 +32,8 @@
 
 #define HDR 32
 #define MATCH_FIN 0xF1F1F1F1F1F1F1F1ull
+
+#define MAX_PEERS 32
 
 struct slot {
 	omx_request_t req;
@@ -87,21 +98,35 @@ static void die(const char *what, omx_return_t r)
 	exit(1);
 }
 
+struct peer {
+	omx_endpoint_addr_t addr;
+	uint32_t tag;
+	struct slot *ss, *rs;
+	uint32_t sent, sdone, posted, received;
+};
+
+static int peer_gone(omx_return_t code)
+{
+	return code == OMX_REMOTE_ENDPOINT_CLOSED || code == OMX_REMOTE_ENDPOINT_UNREACHABLE ||
+	       code == OMX_REMOTE_ENDPOINT_BAD_SESSION || code == OMX_REMOTE_ENDPOINT_BAD_ID;
+}
+
 int main(int argc, char **argv)
 {
-	const char *peer = NULL;
+	char *hosts = NULL, *eps = NULL;
 	uint32_t my_ep = 0, count = 1000, window = 32;
+	int my_tag = -1;
 	size_t maxlen = 65536, minlen = 0;
 	size_t list[64];
 	unsigned nlist = 0;
 	uint64_t seed = 1;
 	int c;
-	uint32_t peer_ep = 0;
-	while ((c = getopt(argc, argv, "d:e:r:n:m:l:z:w:s:h")) != -1) {
+	int force_tag = 0;
+	while ((c = getopt(argc, argv, "d:e:r:n:m:l:z:w:s:i:gh")) != -1) {
 		switch (c) {
-		case 'd': peer = optarg; break;
+		case 'd': hosts = optarg; break;
 		case 'e': my_ep = (uint32_t)atoi(optarg); break;
-		case 'r': peer_ep = (uint32_t)atoi(optarg); break;
+		case 'r': eps = optarg; break;
 		case 'n': count = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'm': maxlen = strtoul(optarg, NULL, 0); break;
 		case 'l': minlen = strtoul(optarg, NULL, 0); break;
@@ -111,16 +136,32 @@ int main(int argc, char **argv)
 			break;
 		case 'w': window = (uint32_t)atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
+		case 'i': my_tag = atoi(optarg); break;
+		case 'g': force_tag = 1; break;
 		default:
-			fprintf(stderr, "usage: omx_stress -d peerhost:ep [-e ep] [-n count] [-m maxlen] [-w window] [-s seed]\n");
+			fprintf(stderr, "usage: omx_stress -d peerhost:ep[,host...] [-e ep] [-r peer_ep[,ep...]] [-i tag] [-g] [-n count] [-m maxlen] [-w window] [-s seed]\n");
 			return 2;
 		}
 	}
 	for (unsigned i = 0; i < nlist; i++)
 		if (list[i] > maxlen)
 			maxlen = list[i];
-	if (!peer || window == 0 || window > 1024 || maxlen < HDR)
+	if (!hosts || window == 0 || window > 1024 || maxlen < HDR)
 		return fprintf(stderr, "omx_stress: bad arguments\n"), 2;
+	char *hostv[MAX_PEERS];
+	uint32_t epv[MAX_PEERS];
+	unsigned nh = 0, np = 0;
+	for (char *t = strtok(hosts, ","); t && nh < MAX_PEERS; t = strtok(NULL, ","))
+		hostv[nh++] = t;
+	if (eps)
+		for (char *t = strtok(eps, ","); t && np < MAX_PEERS; t = strtok(NULL, ","))
+			epv[np++] = (uint32_t)atoi(t);
+	if (!np)
+		epv[np++] = 0;
+	if (!nh || (nh != 1 && nh != np))
+		return fprintf(stderr, "omx_stress: -d needs one host or one per -r endpoint\n"), 2;
+	if (my_tag < 0)
+		my_tag = (int)my_ep;
 	rng = seed;
 	omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
 	omx_return_t r = omx_init();
@@ -129,125 +170,161 @@ int main(int argc, char **argv)
 	omx_endpoint_t ep;
 	if ((r = omx_open_endpoint(0, my_ep, 0x5EED, NULL, 0, &ep)))
 		die("open endpoint", r);
-	char host[80];
-	snprintf(host, sizeof(host), "%s", peer);
-	uint64_t nic;
-	if ((r = omx_hostname_to_nic_id(host, &nic)))
-		die("hostname lookup", r);
-	omx_endpoint_addr_t addr;
-	for (int tries = 0;; tries++) {
-		r = omx_connect(ep, nic, peer_ep, 0x5EED, 1000, &addr);
-		if (r == OMX_SUCCESS)
-			break;
-		if (tries > 300)
-			die("connect", r);
-		usleep(100000); /* the peer may not have opened its endpoint yet ("closed") */
+	/* One peer: wildcard receives, as always; several: receives filtered by the sender's tag. */
+	int tagged = np > 1 || force_tag;
+	uint64_t tag_mask = tagged ? 0xFFull << 56 : 0;
+	struct peer *pv = calloc(np, sizeof(*pv));
+	for (unsigned k = 0; k < np; k++) {
+		char host[80];
+		snprintf(host, sizeof(host), "%s", hostv[nh == 1 ? 0 : k]);
+		uint64_t nic;
+		if ((r = omx_hostname_to_nic_id(host, &nic)))
+			die("hostname lookup", r);
+		for (int tries = 0;; tries++) {
+			r = omx_connect(ep, nic, epv[k], 0x5EED, 1000, &pv[k].addr);
+			if (r == OMX_SUCCESS)
+				break;
+			if (tries > 300)
+				die("connect", r);
+			usleep(100000); /* the peer may not have opened its endpoint yet ("closed") */
+		}
+		pv[k].tag = epv[k];
+		pv[k].ss = calloc(window, sizeof(struct slot));
+		pv[k].rs = calloc(window, sizeof(struct slot));
+		for (uint32_t i = 0; i < window; i++) {
+			pv[k].ss[i].buf = malloc(maxlen);
+			pv[k].rs[i].buf = malloc(maxlen);
+		}
 	}
+	if (tagged && np > 1)
+		for (unsigned k = 0; k < np; k++)
+			if (nh == 1 && pv[k].tag > 255)
+				return fprintf(stderr, "omx_stress: tags are one byte\n"), 2;
 
-	struct slot *ss = calloc(window, sizeof(*ss)), *rs = calloc(window, sizeof(*rs));
-	for (uint32_t i = 0; i < window; i++) {
-		ss[i].buf = malloc(maxlen);
-		rs[i].buf = malloc(maxlen);
-	}
-	uint32_t sent = 0, sdone = 0, posted = 0, received = 0, errors = 0;
+	uint32_t errors = 0, all_done = 0;
 	long rss_early = -1;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, total_received = 0;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (sdone < count || received < count) {
+	while (all_done < np) {
 		int progress = 0;
-		for (uint32_t i = 0; i < window; i++) {
-			omx_status_t st;
-			uint32_t res;
-			/* sends */
-			if (ss[i].req) {
-				omx_test(ep, &ss[i].req, &st, &res);
-				if (res) {
-					sdone++;
-					progress = 1;
-					if (st.code != OMX_SUCCESS) {
-						errors++;
-						fprintf(stderr, "send completed with %s\n", omx_strerror(st.code));
+		all_done = 0;
+		for (unsigned k = 0; k < np; k++) {
+			struct peer *P = &pv[k];
+			if (P->sdone >= count && P->received >= count) {
+				all_done++;
+				continue;
+			}
+			for (uint32_t i = 0; i < window; i++) {
+				omx_status_t st;
+				uint32_t res;
+				/* sends */
+				if (P->ss[i].req) {
+					omx_test(ep, &P->ss[i].req, &st, &res);
+					if (res) {
+						P->sdone++;
+						progress = 1;
+						if (st.code != OMX_SUCCESS) {
+							errors++;
+							fprintf(stderr, "send completed with %s\n", omx_strerror(st.code));
+							if (peer_gone(st.code)) {
+								printf("omx_stress: peer lost (endpoint %u): %s\n", P->tag,
+								       omx_strerror(st.code));
+								fflush(stdout);
+								_exit(3);
+							}
+						}
 					}
 				}
-			}
-			if (!ss[i].req && sent < count) {
-				size_t len = nlist ? list[sent % nlist] : pick_len(maxlen);
-				if (len < minlen)
-					len = minlen + (size_t)(rnd() % (maxlen - minlen + 1));
-				if (len < HDR)
-					len = HDR;
-				uint8_t *b = ss[i].buf;
-				for (size_t k = HDR; k < len; k++)
-					b[k] = (uint8_t)rnd();
-				uint64_t match = rnd();
-				put64(b, sent);
-				put64(b + 8, len);
-				put64(b + 16, match);
-				put64(b + 24, fnv(b + HDR, len - HDR));
-				if ((r = omx_isend(ep, b, len, addr, match, NULL, &ss[i].req)))
-					die("isend", r);
-				sent++;
-				progress = 1;
-			}
-			/* receives */
-			if (rs[i].req) {
-				omx_test(ep, &rs[i].req, &st, &res);
-				if (res) {
-					const uint8_t *b = rs[i].buf;
-					received++;
+				if (!P->ss[i].req && P->sent < count) {
+					size_t len = nlist ? list[P->sent % nlist] : pick_len(maxlen);
+					if (len < minlen)
+						len = minlen + (size_t)(rnd() % (maxlen - minlen + 1));
+					if (len < HDR)
+						len = HDR;
+					uint8_t *b = P->ss[i].buf;
+					for (size_t q = HDR; q < len; q++)
+						b[q] = (uint8_t)rnd();
+					uint64_t match = rnd();
+					if (tagged)
+						match = (match & ~tag_mask) | ((uint64_t)my_tag << 56);
+					put64(b, P->sent);
+					put64(b + 8, len);
+					put64(b + 16, match);
+					put64(b + 24, fnv(b + HDR, len - HDR));
+					if ((r = omx_isend(ep, b, len, P->addr, match, NULL, &P->ss[i].req)))
+						die("isend", r);
+					P->sent++;
 					progress = 1;
-					uint64_t seq = get64(b), len = get64(b + 8);
-					if (st.code != OMX_SUCCESS || st.xfer_length != len || st.msg_length != len ||
-					    get64(b + 16) != st.match_info || fnv(b + HDR, len - HDR) != get64(b + 24) ||
-					    seq != rs[i].post_no) {
-						errors++;
-						if (errors < 10000)
-							fprintf(stderr,
-								"bad message: code %d seq %" PRIu64 " (expected %" PRIu64
-								") len %" PRIu64 " xfer %u\n",
-								st.code, seq, rs[i].post_no, len, st.xfer_length);
-					}
-					bytes += st.xfer_length;
 				}
-			}
-			if (!rs[i].req && posted < count) {
-				/* wildcard receives are matched in posting order, so order is observable */
-				if ((r = omx_irecv(ep, rs[i].buf, maxlen, 0, 0, NULL, &rs[i].req)))
-					die("irecv", r);
-				rs[i].post_no = posted++;
+				/* receives */
+				if (P->rs[i].req) {
+					omx_test(ep, &P->rs[i].req, &st, &res);
+					if (res) {
+						const uint8_t *b = P->rs[i].buf;
+						P->received++;
+						total_received++;
+						progress = 1;
+						uint64_t seq = get64(b), len = get64(b + 8);
+						if (st.code != OMX_SUCCESS || st.xfer_length != len || st.msg_length != len ||
+						    get64(b + 16) != st.match_info || fnv(b + HDR, len - HDR) != get64(b + 24) ||
+						    seq != P->rs[i].post_no) {
+							errors++;
+							if (errors < 10000)
+								fprintf(stderr,
+									"bad message from endpoint %u: code %d seq %" PRIu64
+									" (expected %" PRIu64 ") len %" PRIu64 " xfer %u\n",
+									P->tag, st.code, seq, P->rs[i].post_no, len,
+									st.xfer_length);
+						}
+						bytes += st.xfer_length;
+					}
+				}
+				if (!P->rs[i].req && P->posted < count) {
+					/* receives are matched in posting order, so order is observable */
+					uint64_t m = tagged ? (uint64_t)P->tag << 56 : 0;
+					if ((r = omx_irecv(ep, P->rs[i].buf, maxlen, m, tag_mask, NULL, &P->rs[i].req)))
+						die("irecv", r);
+					P->rs[i].post_no = P->posted++;
+				}
 			}
 		}
 		if (!progress)
 			omx_progress(ep);
-		if (rss_early < 0 && received >= count / 10 && received > 0)
+		if (rss_early < 0 && total_received >= (uint64_t)count * np / 10 && total_received > 0)
 			rss_early = rss_kb();
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* fin: each side's issend completes only once the other matched it */
-	omx_request_t fs, fr;
-	omx_status_t st;
-	uint32_t res;
-	char fin_in[4];
-	omx_irecv(ep, fin_in, sizeof(fin_in), MATCH_FIN, ~0ull, NULL, &fr);
-	omx_issend(ep, "fin", 4, addr, MATCH_FIN, NULL, &fs);
-	omx_wait(ep, &fs, &st, &res, 60000);
-	if (!res || st.code)
-		errors++, fprintf(stderr, "fin send failed\n");
-	omx_wait(ep, &fr, &st, &res, 60000);
-	if (!res || st.code)
-		errors++, fprintf(stderr, "fin receive failed\n");
+	for (unsigned k = 0; k < np; k++) {
+		omx_request_t fs, fr;
+		omx_status_t st;
+		uint32_t res;
+		char fin_in[4];
+		uint64_t fin = tagged ? (MATCH_FIN & ~tag_mask) : MATCH_FIN;
+		omx_irecv(ep, fin_in, sizeof(fin_in), fin | (tagged ? (uint64_t)pv[k].tag << 56 : 0), ~0ull, NULL, &fr);
+		omx_issend(ep, "fin", 4, pv[k].addr, fin | (tagged ? (uint64_t)my_tag << 56 : 0), NULL, &fs);
+		omx_wait(ep, &fs, &st, &res, 60000);
+		if (!res || st.code)
+			errors++, fprintf(stderr, "fin send to endpoint %u failed\n", pv[k].tag);
+		omx_wait(ep, &fr, &st, &res, 60000);
+		if (!res || st.code)
+			errors++, fprintf(stderr, "fin receive from endpoint %u failed\n", pv[k].tag);
+	}
 	printf("omx_stress: rss_kb after 10%% %ld, at the end %ld\n", rss_early, rss_kb());
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("omx_stress: sent %u received %u bytes %" PRIu64 " in %.2f s (%.1f MB/s received) errors %u\n", sdone,
-	       received, bytes, secs, (double)bytes / secs / 1e6, errors);
+	printf("omx_stress: %u peer(s): sent %u received %" PRIu64 " bytes %" PRIu64 " in %.2f s (%.1f MB/s received) errors %u\n",
+	       np, count * np, total_received, bytes, secs, (double)bytes / secs / 1e6, errors);
 	omx_close_endpoint(ep);
 	omx_finalize();
-	for (uint32_t i = 0; i < window; i++) {
-		free(ss[i].buf);
-		free(rs[i].buf);
+	for (unsigned k = 0; k < np; k++) {
+		for (uint32_t i = 0; i < window; i++) {
+			free(pv[k].ss[i].buf);
+			free(pv[k].rs[i].buf);
+		}
+		free(pv[k].ss);
+		free(pv[k].rs);
 	}
-	free(ss);
-	free(rs);
+	free(pv);
 	return errors ? 1 : 0;
 }

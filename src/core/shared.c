@@ -1,0 +1,205 @@
+/*
+ * shared.c - the core's side of same-host communication (behaviour.md 6.2).
+ *
+ * Same-host partners (their board is one of ours) exchange the usual frames through the local
+ * transport (net/local.c: shared-memory rings, Unix socket fallback), so matching, ordering,
+ * acks, NACKs, probe/cancel/truncation semantics are exactly those of the network path. On top:
+ *  - messages above OMX_SHARED_RNDV_THRESHOLD (default 4096) use the rendezvous; the sender
+ *    exports its buffer description in its ring (per region), and the receiver copies the data
+ *    directly with process_vm_readv (single copy) before sending the NOTIFY;
+ *  - if that is impossible (OMX_SHARED_SINGLE_COPY=0, too many segments, EPERM from Yama or
+ *    different users, the sender gone) the receiver pulls as over the network, the pull replies
+ *    travelling through the ring (two copies), copied out with the copy engine.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "shm/shm.h"
+
+static struct {
+	uint64_t single_copies, single_copy_bytes, fallbacks;
+	int denied; /* errno of the first EPERM-like failure: single copy abandoned */
+} stats;
+
+int omx__partner_shared(const struct omx_partner *p)
+{
+	struct omx_endpoint *ep = p->ep;
+	if (!ep->local || !omx_net_local_own_ring(ep->local))
+		return 0;
+	struct omx_peer *peer = omx__peer(p->peer_index);
+	return peer && peer->local_board >= 0;
+}
+
+void omx__shared_export(union omx_request *r)
+{
+	struct omx_endpoint *ep = r->s.ep;
+	if (!omx__cfg.shared_single_copy || !omx__partner_shared(r->s.partner))
+		return;
+	struct iovec iov[OMX_SHM_EXPORT_SEGS];
+	unsigned n = r->s.nseg <= OMX_SHM_EXPORT_SEGS ? r->s.nseg : 0;
+	for (unsigned i = 0; i < n; i++) {
+		iov[i].iov_base = r->s.segs[i].ptr;
+		iov[i].iov_len = r->s.segs[i].len;
+	}
+	/* More segments than an export holds: exported as invalid, the receiver pulls. */
+	(void)omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)r->s.u.send.region, r->s.u.send.region_seqnum,
+			     iov, n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
+}
+
+void omx__shared_unexport(struct omx_endpoint *ep, int region)
+{
+	struct omx_shm_ring *own = ep->local ? omx_net_local_own_ring(ep->local) : NULL;
+	if (own && region >= 0 && region < OMX_REGION_MAX)
+		omx_shm_unexport(own, (uint8_t)region);
+}
+
+int omx__shared_single_copy(union omx_request *r)
+{
+	struct omx_endpoint *ep = r->s.ep;
+	struct omx_partner *p = r->s.partner;
+	if (!omx__cfg.shared_single_copy || __atomic_load_n(&stats.denied, __ATOMIC_RELAXED) ||
+	    !omx__partner_shared(p))
+		return 0;
+	struct omx_shm_ring *peer = omx_net_local_peer_ring(ep->local, p->mac, p->endpoint_index);
+	if (!peer)
+		return 0;
+	uint32_t X = r->s.status.xfer_length;
+	struct iovec stack[8], *iov = r->s.nseg <= 8 ? stack : malloc(r->s.nseg * sizeof(*iov));
+	if (!iov)
+		return 0;
+	for (uint32_t i = 0; i < r->s.nseg; i++) {
+		iov[i].iov_base = r->s.segs[i].ptr;
+		iov[i].iov_len = r->s.segs[i].len;
+	}
+	int e = omx_shm_single_copy(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum, iov, r->s.nseg, X);
+	if (iov != stack)
+		free(iov);
+	if (e == 0) {
+		__atomic_fetch_add(&stats.single_copies, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&stats.single_copy_bytes, X, __ATOMIC_RELAXED);
+		return 1;
+	}
+	__atomic_fetch_add(&stats.fallbacks, 1, __ATOMIC_RELAXED);
+	if (e == -EPERM || e == -EACCES || e == -ENOSYS) {
+		int zero = 0;
+		if (__atomic_compare_exchange_n(&stats.denied, &zero, -e, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			omx__verbose("single copy from pid of endpoint %u denied (%s): pulling through shared memory from now on\n",
+				     p->endpoint_index, strerror(-e));
+	} else {
+		omx__verbose("single copy failed (%s): pulling instead\n", strerror(-e));
+	}
+	return 0;
+}
+
+static int read_int_file(const char *path, int def)
+{
+	FILE *f = fopen(path, "r");
+	int v = def;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = def;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Can another process read us with process_vm_readv? A child (not our descendant, the case of
+ * two independent processes under Yama) reads a word of ours. 0 or the errno it got. */
+static int probe_single_copy(void)
+{
+	static volatile uint64_t word = 0x0123456789abcdefull;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		uint64_t got = 0;
+		struct iovec l = { &got, sizeof(got) }, r = { (void *)&word, sizeof(word) };
+		ssize_t n = process_vm_readv(parent, &l, 1, &r, 1, 0);
+		_exit(n == (ssize_t)sizeof(got) && got == 0x0123456789abcdefull ? 0 : n < 0 ? (errno & 0x7f) : 0x7f);
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status))
+		return EINTR;
+	return WEXITSTATUS(status) == 0x7f ? EIO : WEXITSTATUS(status);
+}
+
+/* One line for omx_info: which same-host mode is in force for endpoints this process opens
+ * (probes process_vm_readv between two processes with a fork: call it from tools, not from
+ * the middle of an application). */
+int omx__shared_mode_string(char *buf, size_t len)
+{
+	char cfg[128];
+	const char *hw = omx_copy_hw_engine();
+	if (!omx__cfg.loaded)
+		omx__config_load_open();
+	if (omx__cfg.shared_disabled)
+		return snprintf(buf, len, "Shared communication: disabled (OMX_DISABLE_SHARED): same-host frames over Unix sockets");
+	int yama = read_int_file("/proc/sys/kernel/yama/ptrace_scope", -1);
+	int denied = __atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
+	if (!denied && omx__cfg.shared_single_copy)
+		denied = probe_single_copy();
+	snprintf(cfg, sizeof(cfg), "rndv above %u B, non-temporal copies from %llu B%s%s%s", omx__cfg.shared_rndv_threshold,
+		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",
+		 *hw ? ", " : "", hw);
+	if (!omx__cfg.shared_single_copy)
+		return snprintf(buf, len, "Shared communication: shared-memory rings, two-copy large messages "
+					  "(OMX_SHARED_SINGLE_COPY=0); %s", cfg);
+	if (denied) {
+		char why[64] = "";
+		if (yama > 0)
+			snprintf(why, sizeof(why), ", Yama ptrace_scope=%d", yama);
+		return snprintf(buf, len, "Shared communication: shared-memory rings, two-copy large messages "
+					  "(process_vm_readv between processes refused: %s%s); %s", strerror(denied), why, cfg);
+	}
+	return snprintf(buf, len, "Shared communication: shared-memory rings, single-copy large messages "
+				  "(process_vm_readv)%s; %s",
+			yama == 1 ? ", two-copy fallback for peers Yama ptrace_scope=1 protects" : "", cfg);
+}
+
+void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks)
+{
+	*single_copies = __atomic_load_n(&stats.single_copies, __ATOMIC_RELAXED);
+	*bytes = __atomic_load_n(&stats.single_copy_bytes, __ATOMIC_RELAXED);
+	*fallbacks = __atomic_load_n(&stats.fallbacks, __ATOMIC_RELAXED);
+}
+
+/* A large send is acked when its RNDV arrives, then waits for the NOTIFY, for as long as the
+ * receiver takes to match it: no timer can end that wait. Over the network a dead receiver goes
+ * unnoticed then; on this host we can tell: a same-host partner whose endpoint instance is gone
+ * fails those sends with REMOTE_ENDPOINT_CLOSED (checked every 100 ms while some wait). */
+void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now)
+{
+	ep->next_shared_check = now + 100000000ull;
+	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
+		struct omx_peer *peer = omx__peer(i);
+		if (!peer || peer->local_board < 0 || !ep->partners[i])
+			continue;
+		for (uint32_t e = 0; e < omx__cfg.endpoint_max; e++) {
+			struct omx_partner *p = ep->partners[i][e];
+			if (!p || p->is_self || omx_list_empty(&p->need_notify) || p->true_session == OMX_SESSION_UNKNOWN)
+				continue;
+			if (!omx_net_local_peer_gone(ep->local, p->mac, p->endpoint_index, p->true_session))
+				continue;
+			omx__verbose("same-host endpoint %u (session %08x) is gone: failing the large sends waiting for it\n",
+				     p->endpoint_index, p->true_session);
+			struct omx_list *pos, *tmp;
+			omx_list_for_each_safe(pos, tmp, &p->need_notify) {
+				union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
+				omx_list_del(&r->s.queue_elt);
+				omx__region_release(ep, r);
+				if (!(r->s.state & OMX_RS_DONE))
+					omx__req_complete(r, OMX_REMOTE_ENDPOINT_CLOSED);
+				omx__req_clear(r, OMX_RS_NEED_REPLY);
+			}
+		}
+	}
+}

@@ -1,0 +1,571 @@
+/*
+ * ring.c - the shared-memory receive ring of an endpoint (see shm.h).
+ *
+ * Multi-producer single-consumer, fixed-size slots, each with a sequence word (the bounded queue
+ * of D. Vyukov): a producer claims position p by moving the tail from p to p+1 when slot p's
+ * sequence reads p, writes its frame, and publishes by setting the sequence to p+1; the consumer
+ * takes slot p when its sequence reads p+1 and frees it for the next round (p + slot count).
+ *
+ * A producer that dies between claiming and publishing would block the consumer forever: a slot
+ * claimed but unpublished is skipped once its producer (pid written right after the claim) is
+ * gone, or after one second if the pid is not there yet. A late publication of a skipped slot is
+ * detected by the producer (its compare-and-swap fails) and counts as a lost frame, which the
+ * protocol's retransmission recovers like any loss.
+ *
+ * Sleeping: before sleeping the consumer sets `waiting` and re-checks the ring; a producer that
+ * finds `waiting` set after publishing clears it and tells its caller to ring the doorbell (a
+ * byte to the owner's Unix socket, which the owner's poll() watches).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shm/shm.h"
+
+#define RING_MAGIC 0x524d584fu /* "OXMR" */
+#define RING_VERSION 1u
+#define STALL_NS 1000000000ull
+
+struct export_ent {
+	uint32_t gen; /* seqlock: odd while being rewritten */
+	uint32_t valid;
+	uint32_t pid;
+	uint32_t seqnum;
+	uint32_t nseg;
+	uint32_t pad;
+	uint64_t total;
+	uint64_t seg[OMX_SHM_EXPORT_SEGS][2]; /* address, length */
+};
+
+struct ring_hdr {
+	uint32_t magic, version;
+	uint32_t slot_bytes, slot_count, slot_stride;
+	uint32_t owner_pid, session;
+	uint32_t closed;
+	uint64_t slots_off, file_size;
+	uint64_t skipped;
+	uint32_t waiting __attribute__((aligned(64)));
+	uint32_t sock_hint; /* bumped by producers that sent a frame to the owner's socket instead */
+	uint64_t tail __attribute__((aligned(64)));
+	uint64_t head __attribute__((aligned(64)));
+	struct export_ent exports[OMX_SHM_EXPORTS] __attribute__((aligned(64)));
+};
+
+struct slot {
+	uint64_t seq;
+	uint32_t len;
+	uint32_t pid;
+	uint8_t data[];
+};
+
+struct omx_shm_ring {
+	int fd;
+	int own;
+	struct ring_hdr *h;
+	size_t map_len;
+	uint8_t *slots;
+	uint32_t mask, stride, slot_bytes;
+	uint32_t pid; /* ours, written in the slots we claim */
+	char path[160];
+	/* consumer */
+	uint64_t head;
+	uint64_t stall_since;
+};
+
+const char *omx_shm_dir(void)
+{
+	const char *d = getenv("OMX_SHM_DIR");
+	return d && *d ? d : "/dev/shm";
+}
+
+static unsigned long long netns_id(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0ull;
+}
+
+static void ring_name(char *buf, size_t len, const uint8_t m[6], uint8_t endpoint)
+{
+	snprintf(buf, len, "%s/omx-%llx-%02x%02x%02x%02x%02x%02x-%u.ring", omx_shm_dir(), netns_id(), m[0], m[1], m[2],
+		 m[3], m[4], m[5], endpoint);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct slot *slot_at(struct omx_shm_ring *r, uint64_t pos)
+{
+	return (struct slot *)(r->slots + (size_t)(pos & r->mask) * r->stride);
+}
+
+/* Remove ring files (of this namespace) whose owner is gone, and temporary files of dead
+ * creators. A file is removed only while we hold its lock and the name still refers to it; a new
+ * owner takes the old file's lock before renaming its own over the name, so it is never lost. */
+static void sweep(void)
+{
+	char prefix[64], path[512];
+	snprintf(prefix, sizeof(prefix), "omx-%llx-", netns_id());
+	DIR *d = opendir(omx_shm_dir());
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", omx_shm_dir(), e->d_name);
+		const char *tmp = strstr(e->d_name, ".ring.");
+		if (tmp) { /* "<name>.ring.<pid>.tmp" */
+			int pid = atoi(tmp + 6);
+			if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+				(void)unlink(path);
+			continue;
+		}
+		size_t n = strlen(e->d_name);
+		if (n < 5 || strcmp(e->d_name + n - 5, ".ring") != 0)
+			continue;
+		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		struct stat a, b;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+		    a.st_dev == b.st_dev)
+			(void)unlink(path);
+		close(fd);
+	}
+	closedir(d);
+}
+
+static int map_ring(struct omx_shm_ring *r, size_t size)
+{
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	r->h = m;
+	r->map_len = size;
+	return 0;
+}
+
+struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint, uint32_t slot_bytes,
+					 uint32_t ring_bytes, uint32_t session, int *err)
+{
+	struct omx_shm_ring *r = calloc(1, sizeof(*r));
+	char tmp[200];
+	int oldfd = -1;
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	sweep();
+	r->own = 1;
+	r->pid = (uint32_t)getpid();
+	ring_name(r->path, sizeof(r->path), mac, endpoint);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->path, (int)getpid());
+	slot_bytes = (slot_bytes + 63u) & ~63u;
+	uint32_t stride = (uint32_t)((sizeof(struct slot) + slot_bytes + 63u) & ~63u);
+	uint32_t count = 64;
+	while (count < 4096 && (uint64_t)count * 2 * stride <= ring_bytes)
+		count *= 2;
+	size_t off = (sizeof(struct ring_hdr) + 4095u) & ~(size_t)4095u;
+	size_t size = off + (size_t)count * stride;
+
+	(void)unlink(tmp);
+	r->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (r->fd < 0 || flock(r->fd, LOCK_EX | LOCK_NB) < 0 || ftruncate(r->fd, (off_t)size) < 0) {
+		*err = -errno;
+		goto fail;
+	}
+	*err = map_ring(r, size);
+	if (*err)
+		goto fail;
+	struct ring_hdr *h = r->h;
+	h->version = RING_VERSION;
+	h->slot_bytes = slot_bytes;
+	h->slot_count = count;
+	h->slot_stride = stride;
+	h->owner_pid = (uint32_t)getpid();
+	h->session = session;
+	h->slots_off = off;
+	h->file_size = size;
+	r->slots = (uint8_t *)h + off;
+	r->mask = count - 1;
+	r->stride = stride;
+	r->slot_bytes = slot_bytes;
+	for (uint32_t i = 0; i < count; i++)
+		slot_at(r, i)->seq = i;
+	__atomic_store_n(&h->magic, RING_MAGIC, __ATOMIC_RELEASE);
+
+	/* A previous file of the slot: its owner must be gone (we hold the endpoint slot); take its
+	 * lock (an attacher may probe it for a moment) so a sweeper cannot unlink our new file. */
+	oldfd = open(r->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (oldfd >= 0) {
+		int locked = 0;
+		for (int i = 0; i < 200 && !locked; i++) {
+			if (flock(oldfd, LOCK_EX | LOCK_NB) == 0)
+				locked = 1;
+			else
+				usleep(500);
+		}
+		if (!locked) {
+			*err = -EBUSY;
+			goto fail;
+		}
+	}
+	if (rename(tmp, r->path) < 0) {
+		*err = -errno;
+		goto fail;
+	}
+	if (oldfd >= 0)
+		close(oldfd);
+	return r;
+fail:
+	if (oldfd >= 0)
+		close(oldfd);
+	if (r->h)
+		munmap(r->h, r->map_len);
+	if (r->fd >= 0) {
+		close(r->fd);
+		(void)unlink(tmp);
+	}
+	free(r);
+	return NULL;
+}
+
+struct omx_shm_ring *omx_shm_ring_attach(const uint8_t mac[6], uint8_t endpoint, int *err)
+{
+	struct omx_shm_ring *r = calloc(1, sizeof(*r));
+	struct stat st;
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ring_name(r->path, sizeof(r->path), mac, endpoint);
+	r->pid = (uint32_t)getpid();
+	r->fd = open(r->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (r->fd < 0) {
+		*err = -errno;
+		free(r);
+		return NULL;
+	}
+	*err = -EPROTO;
+	if (fstat(r->fd, &st) < 0 || (size_t)st.st_size < sizeof(struct ring_hdr) || map_ring(r, (size_t)st.st_size))
+		goto fail;
+	struct ring_hdr *h = r->h;
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != RING_MAGIC || h->version != RING_VERSION ||
+	    h->slot_count < 2 || (h->slot_count & (h->slot_count - 1)) || h->slot_stride < sizeof(struct slot) + h->slot_bytes ||
+	    h->slots_off < sizeof(struct ring_hdr) || h->file_size != (uint64_t)st.st_size ||
+	    h->slots_off + (uint64_t)h->slot_count * h->slot_stride > (uint64_t)st.st_size)
+		goto fail;
+	r->slots = (uint8_t *)h + h->slots_off;
+	r->mask = h->slot_count - 1;
+	r->stride = h->slot_stride;
+	r->slot_bytes = h->slot_bytes;
+	if (!omx_shm_ring_owner_alive(r) || omx_shm_ring_closed(r)) {
+		*err = -ECONNREFUSED;
+		goto fail;
+	}
+	*err = 0;
+	return r;
+fail:
+	if (r->h)
+		munmap(r->h, r->map_len);
+	close(r->fd);
+	free(r);
+	return NULL;
+}
+
+void omx_shm_ring_close(struct omx_shm_ring *r)
+{
+	if (!r)
+		return;
+	if (r->own) {
+		__atomic_store_n(&r->h->closed, 1, __ATOMIC_SEQ_CST);
+		/* Only if the name is still ours. */
+		struct stat a, b;
+		if (fstat(r->fd, &a) == 0 && stat(r->path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			(void)unlink(r->path);
+	}
+	munmap(r->h, r->map_len);
+	close(r->fd);
+	free(r);
+}
+
+int omx_shm_ring_owner_alive(struct omx_shm_ring *r)
+{
+	if (flock(r->fd, LOCK_SH | LOCK_NB) == 0) {
+		(void)flock(r->fd, LOCK_UN);
+		return 0;
+	}
+	return errno == EWOULDBLOCK;
+}
+
+uint32_t omx_shm_ring_session(struct omx_shm_ring *r)
+{
+	return r->h->session;
+}
+
+int omx_shm_ring_closed(struct omx_shm_ring *r)
+{
+	return __atomic_load_n(&r->h->closed, __ATOMIC_ACQUIRE) != 0;
+}
+
+int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned iovcnt, int *doorbell)
+{
+	struct ring_hdr *h = r->h;
+	size_t len = 0;
+	*doorbell = 0;
+	for (unsigned i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (len > r->slot_bytes)
+		return -EMSGSIZE;
+	if (__atomic_load_n(&h->closed, __ATOMIC_RELAXED))
+		return -ECONNREFUSED;
+	uint64_t pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
+	struct slot *s;
+	for (;;) {
+		s = slot_at(r, pos);
+		uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		int64_t diff = (int64_t)(seq - pos);
+		if (diff == 0) {
+			if (__atomic_compare_exchange_n(&h->tail, &pos, pos + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				break;
+		} else if (diff < 0) {
+			return -EAGAIN;
+		} else {
+			pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_store_n(&s->pid, r->pid, __ATOMIC_RELAXED);
+	size_t off = 0;
+	for (unsigned i = 0; i < iovcnt; i++) {
+		memcpy(s->data + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
+	uint64_t expect = pos;
+	if (!__atomic_compare_exchange_n(&s->seq, &expect, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return -EAGAIN; /* skipped by the consumer meanwhile (we were stalled): a loss */
+	if (__atomic_load_n(&h->waiting, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
+		*doorbell = 1;
+	return 0;
+}
+
+static void release_slot(struct omx_shm_ring *r, struct slot *s, uint64_t pos)
+{
+	__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->seq, pos + r->mask + 1, __ATOMIC_RELEASE);
+	r->head = pos + 1;
+	__atomic_store_n(&r->h->head, r->head, __ATOMIC_RELAXED);
+}
+
+int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsigned max)
+{
+	int count = 0;
+	while ((unsigned)count < max) {
+		uint64_t pos = r->head;
+		struct slot *s = slot_at(r, pos);
+		uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		if (seq == pos + 1) {
+			uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+			fn(arg, s->data, len < r->slot_bytes ? len : r->slot_bytes);
+			release_slot(r, s, pos);
+			r->stall_since = 0;
+			count++;
+			continue;
+		}
+		if (seq != pos || __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) == pos)
+			break; /* empty */
+		/* Claimed, not published yet. */
+		uint64_t now = now_ns();
+		if (!r->stall_since) {
+			r->stall_since = now;
+			break;
+		}
+		uint32_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+		int dead = pid && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+		if (!dead && now - r->stall_since < STALL_NS)
+			break;
+		uint64_t expect = pos;
+		if (__atomic_compare_exchange_n(&s->seq, &expect, pos + r->mask + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
+			r->head = pos + 1;
+			__atomic_store_n(&r->h->head, r->head, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&r->h->skipped, 1, __ATOMIC_RELAXED);
+		}
+		r->stall_since = 0;
+	}
+	return count;
+}
+
+int omx_shm_ring_arm(struct omx_shm_ring *r)
+{
+	__atomic_store_n(&r->h->waiting, 1, __ATOMIC_SEQ_CST);
+	uint64_t seq = __atomic_load_n(&slot_at(r, r->head)->seq, __ATOMIC_SEQ_CST);
+	if (seq == r->head + 1 || r->stall_since) {
+		__atomic_store_n(&r->h->waiting, 0, __ATOMIC_SEQ_CST);
+		return 1;
+	}
+	return 0;
+}
+
+void omx_shm_ring_disarm(struct omx_shm_ring *r)
+{
+	__atomic_store_n(&r->h->waiting, 0, __ATOMIC_RELAXED);
+}
+
+void omx_shm_ring_hint_bump(struct omx_shm_ring *r)
+{
+	__atomic_fetch_add(&r->h->sock_hint, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t omx_shm_ring_hint(struct omx_shm_ring *r)
+{
+	return __atomic_load_n(&r->h->sock_hint, __ATOMIC_ACQUIRE);
+}
+
+uint64_t omx_shm_ring_skipped(struct omx_shm_ring *r)
+{
+	return __atomic_load_n(&r->h->skipped, __ATOMIC_RELAXED);
+}
+
+/* ---- exports and the single copy ---- */
+
+int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const struct iovec *segs, unsigned nseg,
+		   uint64_t total)
+{
+	struct export_ent *e = &own->h->exports[id];
+	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
+	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
+	int ok = nseg <= OMX_SHM_EXPORT_SEGS;
+	__atomic_store_n(&e->valid, (uint32_t)ok, __ATOMIC_RELEASE);
+	if (ok) {
+		__atomic_store_n(&e->pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
+		__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->nseg, nseg, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->total, total, __ATOMIC_RELEASE);
+		for (unsigned i = 0; i < nseg; i++) {
+			__atomic_store_n(&e->seg[i][0], (uint64_t)(uintptr_t)segs[i].iov_base, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->seg[i][1], (uint64_t)segs[i].iov_len, __ATOMIC_RELEASE);
+		}
+	}
+	__atomic_store_n(&e->gen, g + 2u, __ATOMIC_RELEASE);
+	return ok ? 0 : -E2BIG;
+}
+
+void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id)
+{
+	struct export_ent *e = &own->h->exports[id];
+	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
+	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->valid, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->gen, g + 2u, __ATOMIC_RELEASE);
+}
+
+#define CMA_IOV 64
+
+int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, const struct iovec *dst,
+			unsigned ndst, uint64_t len)
+{
+	struct export_ent *e = &peer->h->exports[id];
+	uint64_t seg[OMX_SHM_EXPORT_SEGS][2];
+	uint32_t g1 = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+	if (g1 & 1u)
+		return -ENOENT;
+	uint32_t valid = __atomic_load_n(&e->valid, __ATOMIC_ACQUIRE);
+	uint32_t pid = __atomic_load_n(&e->pid, __ATOMIC_ACQUIRE);
+	uint32_t sn = __atomic_load_n(&e->seqnum, __ATOMIC_ACQUIRE);
+	uint32_t nseg = __atomic_load_n(&e->nseg, __ATOMIC_ACQUIRE);
+	uint64_t total = __atomic_load_n(&e->total, __ATOMIC_ACQUIRE);
+	if (nseg > OMX_SHM_EXPORT_SEGS)
+		return -ENOENT;
+	for (uint32_t i = 0; i < nseg; i++) {
+		seg[i][0] = __atomic_load_n(&e->seg[i][0], __ATOMIC_ACQUIRE);
+		seg[i][1] = __atomic_load_n(&e->seg[i][1], __ATOMIC_ACQUIRE);
+	}
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g1 || !valid || sn != seqnum || total < len || !pid)
+		return -ENOENT;
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < nseg; i++)
+		sum += seg[i][1];
+	if (sum < len)
+		return -ENOENT;
+
+	/* Walk both segment lists, CMA_IOV iovecs a call, advancing by what each call moved. */
+	unsigned li = 0, ri = 0;
+	size_t loff = 0, roff = 0;
+	uint64_t done = 0;
+	while (done < len) {
+		struct iovec lv[CMA_IOV], rv[CMA_IOV];
+		unsigned nl = 0, nr = 0;
+		uint64_t want = len - done, lsum = 0, rsum = 0;
+		for (unsigned i = li; i < ndst && nl < CMA_IOV && lsum < want; i++) {
+			size_t o = i == li ? loff : 0;
+			size_t n = dst[i].iov_len - o;
+			if (n > want - lsum)
+				n = (size_t)(want - lsum);
+			if (!n)
+				continue;
+			lv[nl].iov_base = (uint8_t *)dst[i].iov_base + o;
+			lv[nl++].iov_len = n;
+			lsum += n;
+		}
+		for (unsigned i = ri; i < nseg && nr < CMA_IOV && rsum < lsum; i++) {
+			size_t o = i == ri ? roff : 0;
+			size_t n = (size_t)seg[i][1] - o;
+			if (n > lsum - rsum)
+				n = (size_t)(lsum - rsum);
+			if (!n)
+				continue;
+			rv[nr].iov_base = (void *)(uintptr_t)(seg[i][0] + o);
+			rv[nr++].iov_len = n;
+			rsum += n;
+		}
+		if (!nl || !nr)
+			return -EFAULT;
+		ssize_t got = process_vm_readv((pid_t)pid, lv, nl, rv, nr, 0);
+		if (got < 0)
+			return errno == EINTR ? -EINTR : -errno;
+		if (got == 0)
+			return -EFAULT;
+		done += (uint64_t)got;
+		/* advance both cursors by got */
+		size_t left = (size_t)got;
+		while (left && li < ndst) {
+			size_t n = dst[li].iov_len - loff;
+			if (n > left) {
+				loff += left;
+				left = 0;
+			} else {
+				left -= n;
+				li++;
+				loff = 0;
+			}
+		}
+		left = (size_t)got;
+		while (left && ri < nseg) {
+			size_t n = (size_t)seg[ri][1] - roff;
+			if (n > left) {
+				roff += left;
+				left = 0;
+			} else {
+				left -= n;
+				ri++;
+				roff = 0;
+			}
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,86 @@
+/*
+ * shm.h - intra-node building blocks (design.md 2): the shared-memory receive ring of an endpoint,
+ * the table of buffers it exports for single-copy reads, the single copy itself
+ * (process_vm_readv), and the copy engines. No protocol state here: the ring carries whole MXoE
+ * frames, so the core's sequence numbers, acks and NACKs apply unchanged; net/local.c wraps it
+ * as the same-host transport.
+ *
+ * Ring file: <dir>/omx-<netns inode>-<board mac>-<endpoint>.ring (dir = OMX_SHM_DIR or /dev/shm).
+ * The network namespace is part of the name because the same-host path belongs to one namespace
+ * (as the abstract Unix socket it complements does). The owner holds an exclusive flock on the
+ * file for as long as the endpoint is open, so "nobody holds the lock" means "owner gone": such
+ * files are removed by the next opener of the slot, and by any endpoint opening (sweep).
+ */
+#ifndef OMX_SHM_H
+#define OMX_SHM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define OMX_SHM_EXPORT_SEGS 16 /* segments a single-copy export describes; more: pull instead */
+#define OMX_SHM_EXPORTS 256    /* one per rendezvous region (rdma_id) */
+
+struct omx_shm_ring; /* a mapped ring: ours (consumer) or a peer's (producer) */
+
+/* Create the ring of (mac, endpoint): `slot_bytes` largest frame, about `ring_bytes` in total.
+ * Replaces a stale file of a dead owner. NULL with *err = -errno (-EBUSY: a live owner has it). */
+struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint, uint32_t slot_bytes,
+					 uint32_t ring_bytes, uint32_t session, int *err);
+/* Attach to a peer's ring. NULL with *err: -ENOENT nobody, -ECONNREFUSED owner dead or closed,
+ * -EPROTO not a ring of ours (bad header). */
+struct omx_shm_ring *omx_shm_ring_attach(const uint8_t mac[6], uint8_t endpoint, int *err);
+/* Unmap (and, for our own ring, mark closed and unlink). */
+void omx_shm_ring_close(struct omx_shm_ring *r);
+
+/* Producer: copy the frame gathered from iov into a slot. 0, -EMSGSIZE (bigger than a slot),
+ * -EAGAIN (ring full), -ECONNREFUSED (owner closed). *doorbell set to 1 when the consumer is
+ * asleep and must be woken (the caller rings its doorbell). */
+int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned iovcnt, int *doorbell);
+/* Is the owner of a peer ring still there? (flock probe; cheap enough every few ms). */
+int omx_shm_ring_owner_alive(struct omx_shm_ring *r);
+int omx_shm_ring_closed(struct omx_shm_ring *r);
+uint32_t omx_shm_ring_session(struct omx_shm_ring *r); /* the owner endpoint's session */
+
+/* Consumer: deliver up to max frames in order (views into the slot, valid during the call). */
+typedef void (*omx_shm_rx_fn)(void *arg, const uint8_t *frame, size_t len);
+int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsigned max);
+/* Before sleeping: announce it; returns 1 (and withdraws) if frames are already waiting. */
+int omx_shm_ring_arm(struct omx_shm_ring *r);
+void omx_shm_ring_disarm(struct omx_shm_ring *r);
+/* Producers that had to send a frame to the owner's socket bump this hint, so that the owner
+ * does not need a system call per poll to look at its socket. */
+void omx_shm_ring_hint_bump(struct omx_shm_ring *r);
+uint32_t omx_shm_ring_hint(struct omx_shm_ring *r);
+/* Frames the consumer skipped because their producer died before publishing them. */
+uint64_t omx_shm_ring_skipped(struct omx_shm_ring *r);
+
+/* Exports (our ring): describe the buffer of rendezvous region `id` so a same-host receiver can
+ * read it directly; withdraw it when the region is released. */
+int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const struct iovec *segs, unsigned nseg,
+		   uint64_t total);
+void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id);
+
+/* Single copy (receiver side): read `len` bytes of region (id, seqnum) exported in the peer ring
+ * into dst. 0 on success; -ENOENT no valid export (changed, too many segments, ...), -EPERM /
+ * -ESRCH / -EFAULT from process_vm_readv (the caller falls back to pulling). */
+int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, const struct iovec *dst,
+			unsigned ndst, uint64_t len);
+
+/* ---- copy engines ---- */
+enum omx_copy_engine { OMX_COPY_CPU = 0, OMX_COPY_NT = 1, OMX_COPY_HW = 2 };
+/* Copy n bytes; `total` is the size of the whole transfer this piece belongs to: from the
+ * non-temporal threshold on, cache-bypassing stores are used (x86-64; plain memcpy elsewhere). */
+void omx_copy(void *dst, const void *src, size_t n, uint64_t total);
+void omx_copy_set_nt_threshold(uint64_t bytes); /* 0 = never */
+uint64_t omx_copy_nt_threshold(void);
+int omx_copy_nt_available(void);
+/* Hardware copy engine present (Intel DSA work queue in /sys/bus/dsa)? Never required, not used
+ * for copies yet: the name is reported, "" if none. */
+const char *omx_copy_hw_engine(void);
+
+/* Directory of ring files (OMX_SHM_DIR or /dev/shm). */
+const char *omx_shm_dir(void);
+
+#endif

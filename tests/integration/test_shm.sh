@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# test_shm.sh - the same-host path over shared memory (behaviour.md 6.2, docs/architecture.md):
+# every size class between two processes with checksums and order checks (single copy above the
+# shared rendezvous threshold, and the forced two-copy fallback), two processes in different
+# modes (one with OMX_DISABLE_SHARED), 8 processes all-to-all, one endpoint with same-host and
+# remote partners at once, a peer killed mid-transfer (the survivor reports it instead of hanging,
+# the dead process's ring does not block a rerun and is cleaned up).
+# Ring files go to a private OMX_SHM_DIR so that the test can count them.
+set -u
+source "$(dirname "$0")/lib/netns.sh"
+source "$(dirname "$0")/lib/omx.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; echo "0 passed, 0 failed"; exit 0; }
+S=$OMX_BUILD/tests/omx_stress
+N=$(omx_scale 2000)
+omx_netns_setup 2 9000 || { ko "namespace setup"; finish; }
+mkdir -p "$TMP/lock0" "$TMP/lock1" "$TMP/shm"
+omx_netns_peers_file "$TMP/peers"
+H0=${OMX_HOSTNAME[0]}:0
+H1=${OMX_HOSTNAME[1]}:0
+run0() { omx_host_exec 0 env $(omx_env 0) OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "$@"; }
+run1() { omx_host_exec 1 env $(omx_env 1) OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "$@"; }
+rings() { find "$TMP/shm" -name '*.ring' | wc -l; }
+# summary NAME FIELD: a number from the "same-host summary" line an endpoint prints at close
+summary() {
+	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks.*/\1 \2 \3 \4 \5/p" \
+		"$TMP/$1.log" | tail -n 1 | cut -d' ' -f"$2"
+}
+pair() { # pair NAME ARGS... : endpoints 0 and 1 of host 0 with the same arguments (both ways)
+	local name=$1 a b
+	shift
+	run0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 11 "$@" >"$TMP/$name.a.log" 2>&1 &
+	a=$!
+	run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 12 "$@" >"$TMP/$name.b.log" 2>&1
+	b=$?
+	wait $a
+	a=$?
+	tail -n 1 "$TMP/$name.a.log" | sed "s/^/  [$name a] /"
+	tail -n 1 "$TMP/$name.b.log" | sed "s/^/  [$name b] /"
+	[ "$a$b" = 00 ]
+}
+SIZES=32,60,128,129,1000,4095,4096,4097,8192,32768,32769,65536,262145,1048576,4194304
+
+# --- every size class, single copy -------------------------------------------------------
+check "size classes 32 B..4 MiB (tiny, small, medium, rndv at 4096/4097), checksums and order" \
+	pair sizes -n 300 -z $SIZES -w 8
+check "random sizes and matches up to 4 MiB, $N messages each way" pair random -n "$N" -m 4194304 -w 16
+sc=$(summary random.a 4)
+fb=$(summary random.a 5)
+check "large messages were copied once with process_vm_readv ($sc single copies, $fb fallbacks)" \
+	test "${sc:-0}" -gt 0 -a "${fb:-1}" = 0
+fr=$(summary random.a 1)
+check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:-0}" -gt 0
+
+# --- sleeping receivers: woken by the doorbell ----------------------------------------------
+PERF=$OMX_BUILD/tools/omx_perf
+run0 env OMX_SPIN_US=0 timeout 120 "$PERF" -e 4 -w >"$TMP/sleep.srv.log" 2>&1 &
+A=$!
+sleep 0.5
+run0 env OMX_SPIN_US=0 timeout 120 "$PERF" -d "$H0" -r 4 -e 5 -w -S 0 -E 1048577 -M 16 -N 50 -P 0 >"$TMP/sleep.cl.log" 2>&1
+B=$?
+wait $A
+A=$?
+tail -n 2 "$TMP/sleep.cl.log" | sed "s/^/  [sleeping] /"
+check "both sides asleep in omx_wait (no spinning): ping-pong 0 B..1 MiB completes" test "$A$B" = 00
+
+# --- forced two-copy fallback ------------------------------------------------------------------
+run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 21 -n "$N" -m 4194304 -w 16 -z $SIZES \
+	>"$TMP/fb.a.log" 2>&1 &
+A=$!
+run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 22 -n "$N" -m 4194304 -w 16 -z $SIZES \
+	>"$TMP/fb.b.log" 2>&1
+B=$?
+wait $A
+A=$?
+check "two-copy fallback (OMX_SHARED_SINGLE_COPY=0): every size intact and in order" test "$A$B" = 00
+sc=$(summary fb.a 4)
+check "two-copy fallback: no single copy attempted (${sc:-?})" test "${sc:-1}" = 0
+
+# --- one side without shared memory --------------------------------------------------------
+run0 env OMX_DISABLE_SHARED=1 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 31 -n "$N" -m 1048576 -w 16 \
+	>"$TMP/mixed.a.log" 2>&1 &
+A=$!
+run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 32 -n "$N" -m 1048576 -w 16 >"$TMP/mixed.b.log" 2>&1
+B=$?
+wait $A
+A=$?
+check "OMX_DISABLE_SHARED on one side only: traffic both ways intact" test "$A$B" = 00
+sf=$(summary mixed.a 2)
+check "the side without shared memory sent frames over its socket (${sf:-?})" test "${sf:-0}" -gt 0
+
+# --- 8 processes all-to-all ----------------------------------------------------------------
+N8=$(omx_scale 400)
+pids=()
+for i in 0 1 2 3 4 5 6 7; do
+	others=$(seq 0 7 | grep -vx "$i" | paste -sd,)
+	run0 timeout 600 "$S" -d "$H0" -e "$i" -r "$others" -s $((40 + i)) -n "$N8" -m 524288 -w 4 \
+		>"$TMP/a2a.$i.log" 2>&1 &
+	pids+=($!)
+done
+bad=0
+for i in 0 1 2 3 4 5 6 7; do
+	wait "${pids[$i]}" || { bad=$((bad + 1)); tail -n 3 "$TMP/a2a.$i.log" | sed "s/^/  [a2a $i] /"; }
+done
+tail -n 1 "$TMP/a2a.0.log" | sed "s/^/  [a2a 0] /"
+check "8 processes all-to-all, $N8 messages per ordered pair up to 512 KiB, all intact and in order" test $bad = 0
+
+# --- same-host and remote partners on one endpoint ------------------------------------------
+# host 0 endpoint 0 talks to host 0 endpoint 1 (shared memory) and host 1 endpoint 0 (veth)
+run0 timeout 600 "$S" -d "$H0,$H1" -e 0 -r 1,0 -s 51 -n "$N" -m 1048576 -w 8 >"$TMP/mix0.log" 2>&1 &
+A=$!
+run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -g -s 52 -n "$N" -m 1048576 -w 8 >"$TMP/mix1.log" 2>&1 &
+B=$!
+run1 timeout 600 "$S" -d "$H0" -e 0 -r 0 -g -s 53 -n "$N" -m 1048576 -w 8 >"$TMP/mix2.log" 2>&1
+C=$?
+wait $A
+A=$?
+wait $B
+B=$?
+for f in mix0 mix1 mix2; do tail -n 1 "$TMP/$f.log" | sed "s/^/  [$f] /"; done
+check "one endpoint with a same-host and a remote partner at once: all intact and in order" test "$A$B$C" = 000
+
+# --- a peer killed mid-transfer ------------------------------------------------------------
+run0 timeout 300 "$S" -d "$H0" -e 2 -r 3 -s 61 -n 1000000 -m 4194304 -w 16 >"$TMP/kill.a.log" 2>&1 &
+A=$!
+run0 bash -c "echo \$\$ >'$TMP/victim.pid'; exec timeout 300 '$S' -d '$H0' -e 3 -r 2 -s 62 -n 1000000 -m 4194304 -w 16" \
+	>"$TMP/kill.b.log" 2>&1 &
+B=$!
+victim=
+for ((t = 0; t < 200; t++)); do
+	[ -n "$victim" ] && break
+	sleep 0.1
+	[ -s "$TMP/victim.pid" ] && victim=$(pgrep -P "$(cat "$TMP/victim.pid")" -x omx_stress)
+done
+sleep 2 # in the middle of the traffic
+check "victim found (pid ${victim:-none})" test -n "$victim"
+kill -9 $victim 2>/dev/null
+wait $B
+wait $A
+A=$?
+tail -n 2 "$TMP/kill.a.log" | sed "s/^/  [survivor] /"
+check "survivor of a killed peer reports it and exits (status $A: 3 = peer lost)" test "$A" = 3
+check "survivor names the cause" grep -q -e "peer lost" "$TMP/kill.a.log"
+# The dead process's ring is still there (nobody reopened its slot): a new process takes the slot.
+run0 timeout 300 "$S" -d "$H0" -e 2 -r 3 -s 71 -n 200 -m 1048576 -w 8 >"$TMP/rerun.a.log" 2>&1 &
+A=$!
+run0 timeout 300 "$S" -d "$H0" -e 3 -r 2 -s 72 -n 200 -m 1048576 -w 8 >"$TMP/rerun.b.log" 2>&1
+B=$?
+wait $A
+A=$?
+check "after the kill, endpoints 2 and 3 work again (the stale ring was replaced)" test "$A$B" = 00
+check "no ring file left behind once every process is gone ($(rings))" test "$(rings)" = 0
+finish

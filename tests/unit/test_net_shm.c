@@ -1,0 +1,386 @@
+/*
+ * test_net_shm.c - the shared-memory ring, exports + single copy, and the copy engines (shm/).
+ * Rings live in a private OMX_SHM_DIR. Several checks fork: producers in other processes, owners
+ * that die without closing, a sender exporting a buffer for process_vm_readv.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shm/shm.h"
+
+static int failures;
+#define CHECK(cond)                                                                                          \
+	do {                                                                                                 \
+		if (!(cond)) {                                                                               \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                     \
+			failures++;                                                                          \
+		}                                                                                            \
+	} while (0)
+
+static char dir[64];
+
+static int count_files(const char *needle)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c -- '%s'", dir, needle);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
+struct rx {
+	unsigned n;
+	size_t len[4096];
+	uint8_t first[4096];
+	int bad;
+};
+
+static void collect(void *arg, const uint8_t *frame, size_t len)
+{
+	struct rx *r = arg;
+	if (r->n < 4096) {
+		r->len[r->n] = len;
+		r->first[r->n] = len ? frame[0] : 0;
+	}
+	for (size_t i = 1; i < len; i++)
+		if (frame[i] != (uint8_t)(frame[0] + i))
+			r->bad++;
+	r->n++;
+}
+
+static int push_bytes(struct omx_shm_ring *r, uint8_t first, size_t len, int *bell)
+{
+	static uint8_t buf[70000];
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(first + i);
+	struct iovec iov[2] = { { buf, len / 2 }, { buf + len / 2, len - len / 2 } };
+	return omx_shm_ring_push(r, iov, 2, bell);
+}
+
+static void basic(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 1 };
+	int err = 0, bell = 0;
+	struct omx_shm_ring *own = omx_shm_ring_create(mac, 1, 9000, 1 << 20, 0x1234, &err);
+	CHECK(own && err == 0);
+	if (!own)
+		return;
+	struct omx_shm_ring *prod = omx_shm_ring_attach(mac, 1, &err);
+	CHECK(prod && err == 0);
+	struct rx *rx = calloc(1, sizeof(*rx));
+	CHECK(omx_shm_ring_poll(own, collect, rx, 64) == 0);
+	CHECK(omx_shm_ring_arm(own) == 0); /* empty: may sleep */
+	CHECK(push_bytes(prod, 7, 60, &bell) == 0);
+	CHECK(bell == 1); /* the owner announced its sleep: ring its doorbell */
+	CHECK(push_bytes(prod, 8, 9000, &bell) == 0 && bell == 0);
+	CHECK(push_bytes(prod, 9, 9001 + 64, &bell) == -EMSGSIZE);
+	CHECK(omx_shm_ring_arm(own) == 1); /* frames waiting: do not sleep */
+	CHECK(omx_shm_ring_poll(own, collect, rx, 64) == 2);
+	CHECK(rx->len[0] == 60 && rx->first[0] == 7 && rx->len[1] == 9000 && rx->first[1] == 8 && rx->bad == 0);
+	/* fill it up: -EAGAIN, then it drains in order */
+	unsigned pushed = 0;
+	while (push_bytes(prod, (uint8_t)pushed, 100, &bell) == 0)
+		pushed++;
+	CHECK(pushed >= 64 && (pushed & (pushed - 1)) == 0);
+	memset(rx, 0, sizeof(*rx));
+	while (omx_shm_ring_poll(own, collect, rx, 64) > 0)
+		;
+	CHECK(rx->n == pushed && rx->bad == 0);
+	for (unsigned i = 0; i < pushed && i < 4096; i++)
+		CHECK(rx->first[i] == (uint8_t)i);
+	CHECK(push_bytes(prod, 1, 100, &bell) == 0);
+	CHECK(omx_shm_ring_owner_alive(prod) == 1);
+	CHECK(count_files("\\.ring$") == 1);
+	omx_shm_ring_close(own);
+	CHECK(omx_shm_ring_closed(prod));
+	CHECK(push_bytes(prod, 1, 100, &bell) == -ECONNREFUSED);
+	omx_shm_ring_close(prod);
+	CHECK(count_files("\\.ring$") == 0);
+	CHECK(omx_shm_ring_attach(mac, 1, &err) == NULL && err == -ENOENT);
+	free(rx);
+}
+
+struct mp_state {
+	uint32_t next[3];
+	int bad;
+	unsigned total;
+};
+
+static void check_frame(void *arg, const uint8_t *f, size_t len)
+{
+	struct mp_state *st = arg;
+	uint32_t rec[3];
+	st->total++;
+	if (len < 12) {
+		st->bad++;
+		return;
+	}
+	memcpy(rec, f, sizeof(rec));
+	if (rec[0] >= 3 || rec[1] != st->next[rec[0]] || rec[2] != (rec[0] * 2654435761u ^ rec[1]) ||
+	    len != 12 + (rec[1] * 37u) % 500u) {
+		st->bad++;
+		return;
+	}
+	for (size_t i = 12; i < len; i++)
+		if (f[i] != (uint8_t)(rec[1] & 0xFF)) {
+			st->bad++;
+			return;
+		}
+	st->next[rec[0]]++;
+}
+
+/* Three producer processes, one consumer: nothing lost, duplicated or corrupted, per-producer order. */
+static void multi_producer(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 2 };
+	enum { PRODUCERS = 3, FRAMES = 20000 };
+	int err = 0;
+	struct omx_shm_ring *own = omx_shm_ring_create(mac, 3, 2048, 256 << 10, 1, &err);
+	CHECK(own != NULL);
+	if (!own)
+		return;
+	pid_t pids[PRODUCERS];
+	for (int p = 0; p < PRODUCERS; p++) {
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			struct omx_shm_ring *r = omx_shm_ring_attach(mac, 3, &err);
+			if (!r)
+				_exit(10);
+			for (uint32_t i = 0; i < FRAMES; i++) {
+				uint32_t rec[3] = { (uint32_t)p, i, (uint32_t)p * 2654435761u ^ i };
+				uint8_t frame[512];
+				size_t len = 12 + (i * 37u) % 500u;
+				memset(frame, (int)(i & 0xFF), sizeof(frame));
+				memcpy(frame, rec, sizeof(rec));
+				struct iovec iov = { frame, len };
+				int bell;
+				while (omx_shm_ring_push(r, &iov, 1, &bell) == -EAGAIN)
+					sched_yield();
+			}
+			omx_shm_ring_close(r);
+			_exit(0);
+		}
+	}
+	struct mp_state st;
+	memset(&st, 0, sizeof(st));
+	while (st.total < PRODUCERS * FRAMES) {
+		int n = omx_shm_ring_poll(own, check_frame, &st, 64);
+		if (n == 0)
+			sched_yield();
+	}
+	for (int p = 0; p < PRODUCERS; p++) {
+		int status;
+		waitpid(pids[p], &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		CHECK(st.next[p] == FRAMES);
+	}
+	CHECK(st.bad == 0);
+	CHECK(omx_shm_ring_skipped(own) == 0);
+	omx_shm_ring_close(own);
+}
+
+/* Owners that die without closing: their ring refuses producers, is replaced by the next owner of
+ * the slot, and is swept by any later creation. */
+static void dead_owner(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 3 }, mac2[6] = { 2, 0, 0, 0, 0, 4 };
+	int err = 0;
+	for (int k = 0; k < 2; k++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			int e;
+			_exit(omx_shm_ring_create(k ? mac2 : mac, 5, 1500, 128 << 10, 2, &e) ? 0 : 1);
+		}
+		int status;
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	/* The second creation swept the first dead owner's ring; the second's stays until then. */
+	CHECK(count_files("\\.ring$") == 1);
+	CHECK(omx_shm_ring_attach(mac, 5, &err) == NULL && err == -ENOENT);
+	CHECK(omx_shm_ring_attach(mac2, 5, &err) == NULL && err == -ECONNREFUSED);
+	struct omx_shm_ring *own = omx_shm_ring_create(mac2, 5, 1500, 128 << 10, 3, &err);
+	CHECK(own != NULL);
+	CHECK(count_files("\\.ring$") == 1); /* ours replaced the dead one */
+	int status;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int e;
+		_exit(omx_shm_ring_create(mac, 5, 1500, 128 << 10, 2, &e) ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(count_files("\\.ring$") == 2);
+	struct omx_shm_ring *own2 = omx_shm_ring_create(mac, 6, 1500, 128 << 10, 3, &err);
+	CHECK(own2 != NULL);
+	CHECK(count_files("\\.ring$") == 2); /* the dead one swept, ours and the new one */
+	omx_shm_ring_close(own2);
+	struct omx_shm_ring *prod = omx_shm_ring_attach(mac2, 5, &err);
+	CHECK(prod != NULL);
+	omx_shm_ring_close(prod);
+	omx_shm_ring_close(own);
+	CHECK(count_files("omx-") == 0);
+}
+
+/* A sender process exports two segments; we read them with one process_vm_readv walk. */
+static void single_copy(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 5 };
+	int to_child[2], to_parent[2];
+	CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+	enum { A = 300000, B = 700001 };
+	pid_t pid = fork();
+	if (pid == 0) {
+		int e;
+		struct omx_shm_ring *own = omx_shm_ring_create(mac, 6, 1500, 128 << 10, 4, &e);
+		uint8_t *a = malloc(A), *b = malloc(B);
+		for (size_t i = 0; i < A; i++)
+			a[i] = (uint8_t)(i * 7);
+		for (size_t i = 0; i < B; i++)
+			b[i] = (uint8_t)((A + i) * 7);
+		struct iovec segs[2] = { { a, A }, { b, B } };
+		char c = own && omx_shm_export(own, 7, 5, segs, 2, A + B) == 0 ? 'r' : 'x';
+		(void)!write(to_parent[1], &c, 1);
+		(void)!read(to_child[0], &c, 1); /* read done: withdraw */
+		omx_shm_unexport(own, 7);
+		(void)!write(to_parent[1], &c, 1);
+		(void)!read(to_child[0], &c, 1);
+		_exit(0);
+	}
+	char c = 0;
+	CHECK(read(to_parent[0], &c, 1) == 1 && c == 'r');
+	int err;
+	struct omx_shm_ring *peer = omx_shm_ring_attach(mac, 6, &err);
+	CHECK(peer != NULL);
+	if (peer) {
+		size_t total = A + B - 1; /* receive buffer smaller: truncated */
+		uint8_t *d = calloc(1, total + 10);
+		struct iovec dst[3] = { { d, 1000 }, { d + 1000, 500000 }, { d + 501000, total - 501000 } };
+		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total) == 0);
+		int bad = 0;
+		for (size_t i = 0; i < total; i++)
+			bad += d[i] != (uint8_t)(i * 7);
+		CHECK(bad == 0 && d[total] == 0);
+		CHECK(omx_shm_single_copy(peer, 7, 6, dst, 3, total) == -ENOENT); /* other use of the region */
+		CHECK(omx_shm_single_copy(peer, 8, 5, dst, 3, total) == -ENOENT); /* nothing exported */
+		struct iovec big = { d, total + 10 };
+		CHECK(omx_shm_single_copy(peer, 7, 5, &big, 1, A + B + 1) == -ENOENT); /* more than exported */
+		(void)!write(to_child[1], "u", 1);
+		CHECK(read(to_parent[0], &c, 1) == 1);
+		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total) == -ENOENT); /* withdrawn */
+		omx_shm_ring_close(peer);
+		free(d);
+	}
+	(void)!write(to_child[1], "q", 1);
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* process_vm_readv refused (what Yama or another user cause): an unprivileged reader and a
+ * non-dumpable unprivileged sender; the single copy reports -EPERM (the core then pulls). */
+static void single_copy_refused(void)
+{
+	if (getuid() != 0) {
+		printf("single_copy_refused: skipped (needs root to switch users)\n");
+		return;
+	}
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 6 };
+	int to_child[2], to_parent[2];
+	CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+	CHECK(chmod(dir, 0777) == 0);
+	static uint8_t data[4096];
+	pid_t pid = fork();
+	if (pid == 0) {
+		int e;
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		prctl(PR_SET_DUMPABLE, 0);
+		struct omx_shm_ring *own = omx_shm_ring_create(mac, 7, 1500, 128 << 10, 4, &e);
+		struct iovec seg = { data, sizeof(data) };
+		char c = own && omx_shm_export(own, 1, 1, &seg, 1, sizeof(data)) == 0 ? 'r' : 'x';
+		(void)!write(to_parent[1], &c, 1);
+		(void)!read(to_child[0], &c, 1);
+		omx_shm_ring_close(own);
+		_exit(0);
+	}
+	char c = 0;
+	CHECK(read(to_parent[0], &c, 1) == 1 && c == 'r');
+	pid_t reader = fork();
+	if (reader == 0) {
+		int err;
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		struct omx_shm_ring *peer = omx_shm_ring_attach(mac, 7, &err);
+		if (!peer)
+			_exit(4);
+		uint8_t buf[4096];
+		struct iovec dst = { buf, sizeof(buf) };
+		_exit(omx_shm_single_copy(peer, 1, 1, &dst, 1, sizeof(buf)) == -EPERM ? 0 : 5);
+	}
+	int status;
+	waitpid(reader, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	(void)!write(to_child[1], "q", 1);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(chmod(dir, 0700) == 0);
+}
+
+static void copy_engines(void)
+{
+	uint8_t *src = malloc(1 << 20), *dst = malloc((1 << 20) + 64);
+	for (int i = 0; i < 1 << 20; i++)
+		src[i] = (uint8_t)(i * 13 + 1);
+	omx_copy_set_nt_threshold(4096);
+	CHECK(omx_copy_nt_threshold() == 4096);
+	size_t sizes[] = { 0, 1, 15, 16, 63, 64, 65, 255, 256, 257, 4095, 4096, 100003, 1 << 20 };
+	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (unsigned off = 0; off < 17; off += 5) {
+			size_t n = sizes[s] - (sizes[s] == (1 << 20) ? off : 0);
+			memset(dst, 0xEE, (1 << 20) + 64);
+			omx_copy(dst + off, src + (sizes[s] == (1 << 20) ? 0 : off), n, 1 << 20);
+			CHECK(memcmp(dst + off, src + (sizes[s] == (1 << 20) ? 0 : off), n) == 0);
+			CHECK(dst[off + n] == 0xEE && (off == 0 || dst[off - 1] == 0xEE));
+		}
+	omx_copy_set_nt_threshold(0);
+	omx_copy(dst, src, 1000, 1 << 20);
+	CHECK(memcmp(dst, src, 1000) == 0);
+	(void)omx_copy_hw_engine();
+	free(src);
+	free(dst);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/omx-shm-test.XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	setenv("OMX_SHM_DIR", dir, 1);
+	basic();
+	multi_producer();
+	dead_owner();
+	single_copy();
+	single_copy_refused();
+	copy_engines();
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void)!system(cmd);
+	if (failures)
+		fprintf(stderr, "%d failure(s)\n", failures);
+	else
+		printf("test_net_shm: all passed\n");
+	return failures ? 1 : 0;
+}

@@ -16,7 +16,7 @@ source "$HERE/lib/netns.sh"
 PASS=0
 FAIL=0
 TMP=$(mktemp -d /tmp/omx-disc.XXXXXX)
-omx_at_exit 'rm -rf "$TMP"'
+omx_at_exit '[ -n "${OMX_KEEP_TMP:-}" ] || rm -rf "$TMP"'
 ok() { PASS=$((PASS + 1)); echo "PASS: $*"; }
 ko() { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else ko "$d"; fi; }

@@ -42,7 +42,7 @@ check "victim endpoint 1 serving" bg1 victim timeout 60 "$P" serve -e 1 -t 50
 run0 timeout 120 "$P" sendloop "$H1" 1 -n 150 -i 20 -r >"$TMP/loop.log" 2>&1 &
 LOOP=$!
 sleep 1
-pkill -KILL -f "omx_faultprog serve -e 1 -t 50"
+omx_pkill 1 KILL "omx_faultprog serve -e 1 -t 50"
 sleep 1
 check "victim restarted (new session)" bg1 victim2 timeout 60 "$P" serve -e 1 -t 50
 wait $LOOP
@@ -56,7 +56,7 @@ out=$(omx_ns_exec 0 timeout 60 "$P" inject "${OMX_IF[0]}" "${OMX_MAC[1]}" -n 200
 check "20000 hostile frames injected ($out)" grep -q "injected" <<<"$out"
 out=$(run0 timeout 30 "$P" sendloop "$H1" 0 -n 9 -i 1)
 check "keeper still serves after the injection" bash -c "grep -q '^status 0 Success' <<<'$out' && ! grep -q 'status [1-9]' <<<'$out'"
-pkill -TERM -f "omx_faultprog serve -e 0 "; wait "$PID_keeper"
+omx_pkill 1 TERM "omx_faultprog serve -e 0 "; wait "$PID_keeper"
 sed 's/^/  [keeper] /' "$TMP/keeper.log"
 for c in "Drop Bad Peer Index" "Drop Bad Data Length" "Drop Unknown Packet Type"; do
 	check "keeper counted '$c'" grep -q "counter $c = [1-9]" "$TMP/keeper.log"
@@ -65,7 +65,7 @@ check "keeper exited normally after hostile input" grep -q "^served" "$TMP/keepe
 
 # a peer that vanishes completely (no process left on host 1, so no NACK): unreachable after
 # the configured budget (resend delay 50 ms x 6), not a hang
-pkill -TERM -f "omx_faultprog serve -e 1 "; wait "$PID_victim2"
+omx_pkill 1 TERM "omx_faultprog serve -e 1 "; wait "$PID_victim2"
 check "last peer serving" bg1 last timeout 30 "$P" serve -e 2 -t 3
 out=$(run0 env OMX_RESENDS_MAX=6 OMX_RESEND_DELAY_MS=50 timeout 60 "$P" sendloop "$H1" 2 -n 80 -i 50)
 echo "$out" | sed 's/^/  [vanish] /'

@@ -66,12 +66,12 @@ for _ in $(seq 100); do grep -q ready "$TMP/recvkill.log" && break; sleep 0.05; 
 omx_host_exec 0 env $(omx_env 0) OMX_PROGRESS_THREAD=0 timeout 60 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 268435456 30 "$TMP/x" >"$TMP/sendkill.log" 2>&1 &
 for _ in $(seq 200); do grep -q posted "$TMP/sendkill.log" && break; sleep 0.05; done
 sleep 1 # the rendezvous is in, pulls are going unanswered (no progress thread in the sender)
-pkill -KILL -f "omx_faultprog sleepsend"
+omx_pkill 0 KILL "omx_faultprog sleepsend"
 wait $R
 sed 's/^/  [killed sender] /' "$TMP/recvkill.log" "$TMP/sendkill.log" "$TMP/keeper.log"
 check "receive from a sender killed mid-transfer fails with a clear status" \
 	grep -q -e "received Remote Endpoint is Closed" -e "received Remote Endpoint Unreachable" "$TMP/recvkill.log"
-pkill -TERM -f "omx_faultprog serve -e 5"
+omx_pkill 0 TERM "omx_faultprog serve -e 5"
 
 # 10,000 large messages: memory stays bounded (and LeakSanitizer checks exit in the ASan build)
 N=$(omx_scale 10000)

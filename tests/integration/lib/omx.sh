@@ -37,3 +37,13 @@ omx_run_pair() {
 	sed "s/^/  [$name h1] /" "$TMP/$name.1.log" | tail -n 5
 	[ $rc0 = 0 ] && [ $rc1 = 0 ]
 }
+# omx_pkill I SIGNAL PATTERN : signal the processes of host I (its network namespace) whose
+# command line matches PATTERN (grep -E). Unlike a plain pkill -f, it never touches processes of
+# another test running at the same time.
+omx_pkill() {
+	local i=$1 sig=$2 pat=$3 p
+	for p in $(ip netns pids "${OMX_NS[i]}" 2>/dev/null); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qE -- "$pat" && kill "-$sig" "$p" 2>/dev/null
+	done
+	return 0
+}

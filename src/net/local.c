@@ -195,9 +195,9 @@ static int local_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsi
 	int count = l->own ? omx_shm_ring_poll(l->own, fn, arg, max) : 0;
 	if (l->own) {
 		/* The socket only carries doorbells and fallback frames: look at it when a producer
-		 * says it used it, after a sleep, and every 16 polls (senders without our ring). */
+		 * says it used it, after a sleep, and every 128 polls (senders without our ring). */
 		uint32_t hint = omx_shm_ring_hint(l->own);
-		if (hint == l->sock_hint && !l->sock_force && ++l->sock_skip < 16)
+		if (hint == l->sock_hint && !l->sock_force && ++l->sock_skip < 128)
 			return count;
 		l->sock_hint = hint;
 		l->sock_force = 0;

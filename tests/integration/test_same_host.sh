@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_same_host.sh - endpoints of one host (one network namespace, one board) talk to each other
-# through the same-host path (Unix datagram sockets carrying the same frames), at the same time
+# through the same-host path (shared-memory rings carrying the same frames), at the same time
 # as a remote partner over veth; a closed same-host endpoint is NACKed at once.
 set -u
 source "$(dirname "$0")/lib/netns.sh"

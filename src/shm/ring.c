@@ -112,13 +112,15 @@ static inline struct slot *slot_at(struct omx_shm_ring *r, uint64_t pos)
 	return (struct slot *)(r->slots + (size_t)(pos & r->mask) * r->stride);
 }
 
-/* Remove ring files (of this namespace) whose owner is gone, and temporary files of dead
- * creators. A file is removed only while we hold its lock and the name still refers to it; a new
- * owner takes the old file's lock before renaming its own over the name, so it is never lost. */
+/* Remove ring files whose owner is gone, and temporary files of dead creators, of every network
+ * namespace (a namespace deleted with endpoints killed in it leaves files nobody of that
+ * namespace will ever sweep). A file is removed only while we hold its lock and the name still
+ * refers to it; a new owner takes the old file's lock before renaming its own over the name, so
+ * a live ring is never lost. */
 static void sweep(void)
 {
-	char prefix[64], path[512];
-	snprintf(prefix, sizeof(prefix), "omx-%llx-", netns_id());
+	char path[512];
+	const char *prefix = "omx-";
 	DIR *d = opendir(omx_shm_dir());
 	if (!d)
 		return;

@@ -223,6 +223,14 @@ static void dead_owner(void)
 	}
 	waitpid(pid, &status, 0);
 	CHECK(count_files("\\.ring$") == 2);
+	/* a dead ring of another (deleted) network namespace */
+	char other[128];
+	snprintf(other, sizeof(other), "%s/omx-1234abcd-020000000009-1.ring", dir);
+	FILE *f = fopen(other, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	CHECK(count_files("\\.ring$") == 3);
 	struct omx_shm_ring *own2 = omx_shm_ring_create(mac, 6, 1500, 128 << 10, 3, &err);
 	CHECK(own2 != NULL);
 	CHECK(count_files("\\.ring$") == 2); /* the dead one swept, ours and the new one */

@@ -119,6 +119,31 @@ B=$?
 for f in mix0 mix1 mix2; do tail -n 1 "$TMP/$f.log" | sed "s/^/  [$f] /"; done
 check "one endpoint with a same-host and a remote partner at once: all intact and in order" test "$A$B$C" = 000
 
+# --- two boards of one host ------------------------------------------------------------------
+# A second veth pair gives host 0 a second board; endpoints on different boards of one host
+# use the same-host path too (frames addressed to the other board's MAC never hit the wire).
+if ip link add omxb0 netns "${OMX_NS[0]}" type veth peer name omxb1 netns "${OMX_NS[1]}" &&
+	ip -n "${OMX_NS[0]}" link set omxb0 mtu 9000 up && ip -n "${OMX_NS[1]}" link set omxb1 mtu 9000 up; then
+	MACB=$(ip -n "${OMX_NS[0]}" -o link show omxb0 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+	cp "$TMP/peers" "$TMP/peers2"
+	echo "$MACB ${OMX_HOSTNAME[0]}:1" >>"$TMP/peers2"
+	runb() { omx_host_exec 0 env $(omx_env 0) OMX_PEERS="$TMP/peers2" OMX_IFACES="${OMX_IF[0]},omxb0" \
+		OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "$@"; }
+	runb timeout 600 "$S" -b 0 -d "${OMX_HOSTNAME[0]}:1" -e 6 -r 6 -s 81 -n "$N" -m 4194304 -w 8 >"$TMP/boards.a.log" 2>&1 &
+	A=$!
+	runb timeout 600 "$S" -b 1 -d "$H0" -e 6 -r 6 -s 82 -n "$N" -m 4194304 -w 8 >"$TMP/boards.b.log" 2>&1
+	B=$?
+	wait $A
+	A=$?
+	tail -n 1 "$TMP/boards.a.log" | sed "s/^/  [boards a] /"
+	check "endpoints on two boards of one host: $N messages each way up to 4 MiB, intact and in order" test "$A$B" = 00
+	sc=$(summary boards.a 4)
+	check "two boards: large messages single-copied (${sc:-?}) and frames through shared memory" \
+		test "${sc:-0}" -gt 0 -a "$(summary boards.a 1)" -gt 0
+else
+	ko "second veth pair for a second board"
+fi
+
 # --- a peer killed mid-transfer ------------------------------------------------------------
 run0 timeout 300 "$S" -d "$H0" -e 2 -r 3 -s 61 -n 1000000 -m 4194304 -w 16 >"$TMP/kill.a.log" 2>&1 &
 A=$!

@@ -18,7 +18,7 @@
  * see only its messages and per-peer order is checked. If a peer disappears (a send completes
  * with "endpoint closed", "unreachable" or "bad session"), the program reports "peer lost" and
  * exits with status 3 instead of waiting for it. -g uses tags with a single peer too (to talk to a
- * process that has several peers).
+ * process that has several peers). -b opens the endpoint on another board than 0.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -122,7 +122,8 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	int c;
 	int force_tag = 0;
-	while ((c = getopt(argc, argv, "d:e:r:n:m:l:z:w:s:i:gh")) != -1) {
+	uint32_t board = 0;
+	while ((c = getopt(argc, argv, "b:d:e:r:n:m:l:z:w:s:i:gh")) != -1) {
 		switch (c) {
 		case 'd': hosts = optarg; break;
 		case 'e': my_ep = (uint32_t)atoi(optarg); break;
@@ -138,8 +139,9 @@ int main(int argc, char **argv)
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'i': my_tag = atoi(optarg); break;
 		case 'g': force_tag = 1; break;
+		case 'b': board = (uint32_t)atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: omx_stress -d peerhost:ep[,host...] [-e ep] [-r peer_ep[,ep...]] [-i tag] [-g] [-n count] [-m maxlen] [-w window] [-s seed]\n");
+			fprintf(stderr, "usage: omx_stress -d peerhost:ep[,host...] [-b board] [-e ep] [-r peer_ep[,ep...]] [-i tag] [-g] [-n count] [-m maxlen] [-w window] [-s seed]\n");
 			return 2;
 		}
 	}
@@ -168,7 +170,7 @@ int main(int argc, char **argv)
 	if (r)
 		die("init", r);
 	omx_endpoint_t ep;
-	if ((r = omx_open_endpoint(0, my_ep, 0x5EED, NULL, 0, &ep)))
+	if ((r = omx_open_endpoint(board, my_ep, 0x5EED, NULL, 0, &ep)))
 		die("open endpoint", r);
 	/* One peer: wildcard receives, as always; several: receives filtered by the sender's tag. */
 	int tagged = np > 1 || force_tag;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 
 static const char *mode_name(enum omx_wire_mode m)
 {
@@ -61,6 +62,7 @@ void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now)
 			continue;
 		}
 		r->s.resends++;
+		omx__count(ep->board, OMX_C_X_RETRANSMIT_CONNECT);
 		send_connect_request(ep, r);
 	}
 }
@@ -84,6 +86,8 @@ static void handle_request(struct omx_endpoint *ep, struct omx_partner *p, const
 {
 	const struct omx_pkt_connect *c = &pkt->u.connect;
 	uint8_t status = c->app_key == ep->key ? OMX_CONNECT_STATUS_SUCCESS : OMX_CONNECT_STATUS_BAD_KEY;
+	if (status == OMX_CONNECT_STATUS_BAD_KEY)
+		omx__count(ep->board, OMX_C_X_CONNECT_BAD_KEY);
 	omx__count(ep->board, OMX_C_RECV_CONNECT_REQUEST);
 	if (wire_mismatch(ep, c)) {
 		status = OMX_CONNECT_STATUS_WIRE_MISMATCH;

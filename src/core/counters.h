@@ -54,7 +54,7 @@ enum {
 	OMX_C_X_DISCOVERY_SENT = 97,      /* discovery broadcasts sent */
 	OMX_C_X_DISCOVERY_RECV = 98,      /* discovery broadcasts received */
 	OMX_C_X_DISCOVERY_ADDED = 99,     /* peers added by discovery */
-	OMX_C_X_RESERVED = 100,
+	OMX_C_X_CONNECT_BAD_KEY = 100,    /* connect requests refused: wrong endpoint key */
 };
 
 struct omx_counters_file {

@@ -132,8 +132,11 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 		/* Full transmit queue or transient error: retransmission recovers. */
 		omx__verbose("transmit failed: %s\n", strerror(-r));
 		omx__count(ep->board, OMX_C_X_TX_FAILED);
+		omx__count(ep->board, OMX_C_X_TX_FAILED);
 		return;
 	}
+	if (local && pkt->payload_len)
+		omx__count_add(ep->board, OMX_C_X_SHARED_BYTES, pkt->payload_len);
 	if (counter >= 0)
 		omx__count(ep->board, counter);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 #include "shm/shm.h"
 
 #define PULL_WINDOW OMX_PULL_BLOCKS_OUTSTANDING
@@ -403,6 +404,7 @@ void omx__pull_timers(struct omx_endpoint *ep, uint64_t now)
 			if (block_complete(ep, pl, b))
 				continue;
 			omx__count(ep->board, b == pl->first_block ? OMX_C_PULL_TIMEOUT_FIRST : OMX_C_PULL_TIMEOUT_NONFIRST);
+			omx__count(ep->board, OMX_C_X_RETRANSMIT_PULL);
 			request_block(ep, pl, b);
 		}
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 
 #define OMX_EARLY_FRAMES_MAX 1024 /* per partner; beyond, frames are dropped and retransmitted */
 
@@ -286,8 +287,10 @@ static void store_early(struct omx_partner *p, uint16_t seq, const struct omx_pk
 	uint8_t frag = pkt->ptype == OMX_PT_MEDIUM ? pkt->u.msg.frag_seqnum : 0;
 	uint16_t d = omx_seq_diff(seq, p->next_complete_seq);
 	struct omx_list *pos, *tmp, *before = &p->early;
-	if (p->early_count >= OMX_EARLY_FRAMES_MAX)
+	if (p->early_count >= OMX_EARLY_FRAMES_MAX) {
+		omx__count(p->ep->board, OMX_C_X_DROP_EARLY_FULL);
 		return;
+	}
 	/* Out-of-order frames are held against the same memory bounds as unexpected messages. */
 	struct omx_endpoint *ep = p->ep;
 	uint32_t cost = (uint32_t)(sizeof(struct omx_early) + len);
@@ -373,7 +376,10 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 			if (!replay)
 				store_early(p, s, pkt, frame, len);
 		} else if (idx == OMX_SEQNUM_MASK) {
+			omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
 			omx__schedule_ack(p, 1, omx_now_ns()); /* our last ack was probably lost */
+		} else {
+			omx__count(ep->board, OMX_C_X_DROP_OUT_OF_WINDOW);
 		}
 		return;
 	}
@@ -383,6 +389,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 			medium_add_frag(ep, r, pkt);
 			message_received(p);
 		}
+		omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
 		return; /* otherwise a duplicate */
 	}
 	if (notify) {
@@ -460,6 +467,7 @@ void omx__recv_frame(void *arg, const uint8_t *frame, size_t len)
 	if (err != OMX_WIRE_OK) {
 		if (err < OMX_WIRE_ERR_COUNT && wire_err_counter[err])
 			omx__count(ep->board, wire_err_counter[err]);
+		omx__count(ep->board, OMX_C_X_DROP_UNDECODABLE);
 		return;
 	}
 	switch (pkt.ptype) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 
 uint16_t omx__piggyack(struct omx_partner *p)
 {
@@ -205,6 +206,7 @@ void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
 			continue;
 		}
 		r->s.resends++;
+		omx__count(r->s.ep->board, OMX_C_X_RETRANSMIT_MSG);
 		omx__send_sequenced(r);
 	}
 }

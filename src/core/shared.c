@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 #include "shm/shm.h"
 
 static struct {
@@ -83,6 +84,7 @@ int omx__shared_single_copy(union omx_request *r)
 	if (e == 0) {
 		__atomic_fetch_add(&stats.single_copies, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&stats.single_copy_bytes, X, __ATOMIC_RELAXED);
+		omx__count_add(ep->board, OMX_C_X_SINGLE_COPY_BYTES, X);
 		return 1;
 	}
 	__atomic_fetch_add(&stats.fallbacks, 1, __ATOMIC_RELAXED);

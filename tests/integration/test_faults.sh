@@ -56,6 +56,9 @@ out=$(omx_ns_exec 0 timeout 60 "$P" inject "${OMX_IF[0]}" "${OMX_MAC[1]}" -n 200
 check "20000 hostile frames injected ($out)" grep -q "injected" <<<"$out"
 out=$(run0 timeout 30 "$P" sendloop "$H1" 0 -n 9 -i 1)
 check "keeper still serves after the injection" bash -c "grep -q '^status 0 Success' <<<'$out' && ! grep -q 'status [1-9]' <<<'$out'"
+omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters1" 2>&1
+check "the wrong-key connect was counted at the target ($(grep 'Bad Key' "$TMP/counters1" | tr -s ' '))" \
+	grep -qE "^[0-9]{3}: +[1-9][0-9]* Connect Refused \(Bad Key\)" "$TMP/counters1"
 omx_pkill 1 TERM "omx_faultprog serve -e 0 "; wait "$PID_keeper"
 sed 's/^/  [keeper] /' "$TMP/keeper.log"
 for c in "Drop Bad Peer Index" "Drop Bad Data Length" "Drop Unknown Packet Type"; do

@@ -5,6 +5,7 @@
  * and the refusals are counted; a third endpoint C still gets its messages through to A at
  * once; when A finally posts its receives, every one of B's messages arrives, intact and in order
  * (refused messages were retransmitted, nothing was lost), and all charges are given back.
+ * Then C floods A with 3,000 connect requests: all answered, none leaves state behind in A.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,44 @@ static omx_endpoint_addr_t connect_to_a(omx_endpoint_t from)
 	CHECK(omx_iconnect(from, nic_a, 0, 0x77, 0, NULL, &r) == OMX_SUCCESS);
 	CHECK(wait_req(from, &r, &st, 3000) && st.code == OMX_SUCCESS);
 	return st.addr;
+}
+
+static unsigned live_requests(omx_endpoint_t ep)
+{
+	unsigned n = 0;
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->all_reqs) n++;
+	return n;
+}
+
+/* A flood of connect requests costs the target nothing that lasts: each is answered from the
+ * partner's state, no request is kept. */
+static void connect_flood(void)
+{
+	enum { N = 3000, BATCH = 100 };
+	uint64_t nic_a;
+	CHECK(omx_board_number_to_nic_id(0, &nic_a) == OMX_SUCCESS);
+	unsigned before = live_requests(A);
+	int ok = 0;
+	for (int b = 0; b < N / BATCH; b++) {
+		omx_request_t r[BATCH];
+		omx_status_t st;
+		for (int i = 0; i < BATCH; i++)
+			CHECK(omx_iconnect(C, nic_a, 0, 0x77, 0, NULL, &r[i]) == OMX_SUCCESS);
+		for (int i = 0; i < BATCH; i++) {
+			uint32_t res = 0;
+			for (int k = 0; k < 100000 && !res; k++) {
+				omx_test(C, &r[i], &st, &res);
+				if (!res)
+					pump();
+			}
+			ok += res && st.code == OMX_SUCCESS;
+		}
+	}
+	printf("connect flood: %d of %d connects answered, target's live requests %u -> %u\n", ok, N, before,
+	       live_requests(A));
+	CHECK(ok == N);
+	CHECK(live_requests(A) == before);
 }
 
 static unsigned unexp_count(omx_endpoint_t ep)
@@ -163,6 +202,7 @@ int main(void)
 	CHECK(sent_ok == FLOOD);
 	CHECK(A->unexp_bytes == 0);
 	CHECK(unexp_count(A) == 0);
+	connect_flood();
 
 	CHECK(omx_close_endpoint(A) == OMX_SUCCESS);
 	CHECK(omx_close_endpoint(B) == OMX_SUCCESS);

@@ -9,6 +9,11 @@
  * directory): that is what makes the endpoint "its own". Credentials come from SO_PEERCRED.
  * Everything is bounded: clients, grants per user, ring memory per socket, time to send a request.
  *
+ * omxd also answers, for every board it serves, the frames sent to endpoints nobody has open
+ * (the library's NACK responder, which needs a whole-board socket an unprivileged process cannot
+ * have), so senders learn at once that an endpoint is closed; and it follows the host's
+ * discovered-peers file so that the peers it answers are the ones the host knows (-N: do not).
+ *
  *   omxd [-f] [-v] [-s socket] [-i ifaces] [-l lockdir] [-g group] [-m max] [-h]
  */
 #include <errno.h>
@@ -29,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "open-mx.h"
+#include "core/core.h"
 #include "net/broker.h"
 #include "net/net.h"
 
@@ -58,6 +65,7 @@ static struct {
 	gid_t group;
 	unsigned max_per_user;
 	int verbose;
+	int no_responder;
 } cfg;
 
 static struct client clients[MAX_CLIENTS];
@@ -343,6 +351,23 @@ static int listen_socket(void)
 	return fd;
 }
 
+/* The library, initialised as a process with no endpoint: boards and peer table, for the NACK
+ * responder. Its lock directory must be ours; it must never ask a broker (itself). */
+static int responder_init(const char *ifaces)
+{
+	setenv("OMX_LOCK_DIR", cfg.lock_dir, 1);
+	setenv("OMX_BROKER", "none", 1);
+	if (ifaces && *ifaces)
+		setenv("OMX_IFACES", ifaces, 1);
+	setenv("OMX_FATAL_ERRORS", "0", 1);
+	if (omx_init() != OMX_SUCCESS) {
+		logmsg("warning: library initialisation failed: closed endpoints are not NACKed by omxd\n");
+		return 0;
+	}
+	logmsg("answering for closed endpoints of the served boards\n");
+	return 1;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "Usage: omxd [options]\n"
@@ -352,6 +377,7 @@ static void usage(FILE *out)
 		     " -l <dir>    endpoint slot lock directory [$OMX_LOCK_DIR or /dev/shm]\n"
 		     " -g <group>  only root and members of this group may use the broker\n"
 		     " -m <n>      endpoints per non-root user at most [64]\n"
+		     " -N          do not answer for closed endpoints (NACK responder)\n"
 		     " -v          log every grant and release\n"
 		     " -h          this help\n");
 }
@@ -381,7 +407,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-	while ((opt = getopt(argc, argv, "fs:i:l:g:m:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "fs:i:l:g:m:vNh")) != -1) {
 		switch (opt) {
 		case 'f': foreground = 1; break;
 		case 's': cfg.sock_path = optarg; break;
@@ -408,6 +434,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'v': cfg.verbose = 1; break;
+		case 'N': cfg.no_responder = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 1;
 		}
@@ -434,7 +461,9 @@ int main(int argc, char **argv)
 	logmsg("serving %s (lock dir %s, interfaces %s)\n", cfg.sock_path, cfg.lock_dir,
 	       cfg.nifaces ? ifaces : "all");
 
-	static struct pollfd pfds[MAX_CLIENTS + 1];
+	int responder = !cfg.no_responder && responder_init(ifaces);
+	static struct pollfd pfds[MAX_CLIENTS + 1 + OMX_BOARD_MAX];
+	uint64_t next_sync = 0;
 	while (!stop) {
 		pfds[0].fd = lfd;
 		pfds[0].events = POLLIN;
@@ -443,7 +472,21 @@ int main(int argc, char **argv)
 			pfds[i + 1].events = POLLIN;
 			pfds[i + 1].revents = 0;
 		}
-		int n = poll(pfds, (nfds_t)nclients + 1, 1000);
+		nfds_t nfds = (nfds_t)nclients + 1;
+		if (responder) {
+			int rfds[OMX_BOARD_MAX];
+			unsigned nr = omx__responder_serve(rfds, OMX_BOARD_MAX);
+			for (unsigned k = 0; k < nr; k++)
+				pfds[nfds++] = (struct pollfd){ .fd = rfds[k], .events = POLLIN };
+			if (now_ms() >= next_sync) { /* peers that processes of the host discovered */
+				next_sync = now_ms() + 1000;
+				pthread_mutex_lock(&omx__g.lock);
+				omx__discovery_sync();
+				pthread_mutex_unlock(&omx__g.lock);
+			}
+		}
+		/* 100 ms: the responder re-reads which endpoints are open at that pace. */
+		int n = poll(pfds, nfds, responder ? 100 : 1000);
 		if (n < 0 && errno != EINTR)
 			break;
 		uint64_t now = now_ms();
@@ -462,6 +505,8 @@ int main(int argc, char **argv)
 			accept_client(lfd);
 	}
 	logmsg("exiting: %lu granted, %lu refused\n", n_granted, n_refused);
+	if (responder)
+		omx_finalize();
 	while (nclients)
 		drop_client(nclients - 1);
 	close(lfd);

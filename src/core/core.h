@@ -492,6 +492,9 @@ uint64_t omx__pull_next_deadline(struct omx_endpoint *ep);
 /* responder.c: NACKs for closed endpoints of a board */
 void omx__responder_progress(struct omx_endpoint *ep, uint64_t now);
 void omx__responder_release(uint32_t board_index);
+/* For a process without endpoints (omxd): take the responder role of every attached board that
+ * nobody holds, answer what is pending, and give the sockets to sleep on (returns their count). */
+unsigned omx__responder_serve(int *fds, unsigned max_fds);
 
 /* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
 int omx__partner_shared(const struct omx_partner *p);

@@ -198,27 +198,54 @@ static void responder_rx(void *arg, const uint8_t *frame, size_t len)
 	send_nack(c->r, c->b, &pkt, &n);
 }
 
-void omx__responder_progress(struct omx_endpoint *ep, uint64_t now)
+static void progress_board(struct omx_board *b, uint32_t board_index, uint64_t now)
 {
-	if (omx__test_memnet() || ep->board_index >= OMX_BOARD_MAX)
-		return;
 	pthread_once(&responders_once, responders_init);
-	struct omx_responder *r = &responders[ep->board_index];
+	struct omx_responder *r = &responders[board_index];
 	if (pthread_mutex_trylock(&r->lock) != 0)
 		return;
 	if (!r->net && now >= r->next_try_ns) {
 		r->next_try_ns = now + 1000000000ull;
-		try_acquire(r, ep->board);
+		try_acquire(r, b);
 	}
 	if (r->net) {
 		if (now >= r->next_refresh_ns) {
 			r->next_refresh_ns = now + 100000000ull;
-			refresh(r, ep->board);
+			refresh(r, b);
 		}
-		struct rx_ctx c = { r, ep->board };
+		struct rx_ctx c = { r, b };
 		r->net->ops->recv_burst(r->net, responder_rx, &c, 32);
 	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+void omx__responder_progress(struct omx_endpoint *ep, uint64_t now)
+{
+	if (omx__test_memnet() || ep->board_index >= OMX_BOARD_MAX)
+		return;
+	progress_board(ep->board, ep->board_index, now);
+}
+
+unsigned omx__responder_serve(int *fds, unsigned max_fds)
+{
+	/* The endpoint range (what is "closed" rather than "bad") is read at the first open. */
+	pthread_mutex_lock(&omx__g.lock);
+	omx__config_load_open();
+	pthread_mutex_unlock(&omx__g.lock);
+	uint64_t now = omx_now_ns();
+	unsigned n = 0;
+	for (uint32_t i = 0; i < OMX_BOARD_MAX; i++) {
+		struct omx_board *b = omx__board(i);
+		if (!b)
+			continue;
+		progress_board(b, i, now);
+		struct omx_responder *r = &responders[i];
+		pthread_mutex_lock(&r->lock);
+		if (r->net && n < max_fds)
+			fds[n++] = r->net->fd;
+		pthread_mutex_unlock(&r->lock);
+	}
+	return n;
 }
 
 /* The last endpoint of this process on the board is closing: give the role up. */

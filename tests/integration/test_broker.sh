@@ -7,6 +7,7 @@
 #   * asking for an endpoint whose slot lock it does not hold is refused (and logged by omxd);
 #   * a granted socket's filter can be neither replaced nor detached, and it never delivers frames
 #     meant for another endpoint (root floods endpoints 3 and 4; the probe owns 3);
+#   * omxd answers for closed endpoints (NACK responder) when no privileged process could;
 #   * omxd killed (SIGKILL) and restarted over its stale socket file: the running client is unaffected, new clients are served.
 # Needs root (to create the namespaces and start omxd).
 set -u
@@ -19,12 +20,14 @@ OMXD=$OMX_BUILD/daemon/omxd
 # The build tree may not be reachable by nobody (e.g. under a 0700 home): run copies from $TMP.
 chmod 755 "$TMP"
 mkdir -p "$TMP/bin"
-cp "$OMX_BUILD/tools/omx_perf" "$OMX_BUILD/tests/omx_stress" "$OMX_BUILD/tests/omx_brokerprobe" "$TMP/bin/" &&
+cp "$OMX_BUILD/tools/omx_perf" "$OMX_BUILD/tests/omx_stress" "$OMX_BUILD/tests/omx_brokerprobe" \
+	"$OMX_BUILD/tests/omx_faultprog" "$TMP/bin/" &&
 	cp -P "$OMX_BUILD"/src/libopen-mx.so* "$TMP/bin/" && chmod -R a+rX "$TMP/bin" ||
 	{ ko "copying the programs"; finish; }
 PERF=$TMP/bin/omx_perf
 STRESS=$TMP/bin/omx_stress
 PROBE=$TMP/bin/omx_brokerprobe
+FAULT=$TMP/bin/omx_faultprog
 NOBODY="setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups --inh-caps=-all --bounding-set=-all env LD_LIBRARY_PATH=$TMP/bin"
 check "nobody can run the test programs" $NOBODY "$PERF" -h
 
@@ -39,7 +42,7 @@ BENV() { echo "$(omx_env "$1") OMX_BROKER=$TMP/omxd.$1.sock"; }
 
 start_omxd() { # start_omxd I : omxd for host I, log in $TMP/omxd.I.log, pid in OMXD_PID[I]
 	local i=$1
-	ip netns exec "${OMX_NS[i]}" "$OMXD" -f -v -s "$TMP/omxd.$i.sock" -i "${OMX_IF[$i]}" -l "$TMP/lock$i" \
+	ip netns exec "${OMX_NS[i]}" env OMX_PEERS="$TMP/peers" "$OMXD" -f -v -s "$TMP/omxd.$i.sock" -i "${OMX_IF[$i]}" -l "$TMP/lock$i" \
 		>>"$TMP/omxd.$i.log" 2>&1 &
 	OMXD_PID[i]=$!
 	for _ in $(seq 50); do [ -S "$TMP/omxd.$i.sock" ] && return 0; sleep 0.1; done
@@ -73,6 +76,11 @@ check "nobody's omx_perf ping-pong through omxd (rc $rc, $lines lengths)" \
 	bash -c "[ $rc = 0 ] && [ $lines = 10 ]"
 sed 's/^/  [perf h1] /' "$TMP/perf.1.log" | tail -n 3
 check "omxd logged the grants" grep -q "granted ${OMX_IF[0]} endpoint 2 to uid $(id -u nobody)" "$TMP/omxd.0.log"
+
+# With only unprivileged processes on host 0, omxd answers for its closed endpoints.
+out=$(omx_host_exec 1 $NOBODY env $(BENV 1) timeout 30 "$FAULT" connect "${OMX_HOSTNAME[0]}:0" 7 -t 10000 2>&1)
+check "a connect to a closed endpoint of a host with only unprivileged users is NACKed by omxd ($out)" \
+	grep -q "Remote Endpoint is Closed" <<<"$out"
 
 # Random traffic with checksums, both unprivileged (large messages included: pulls over the broker's sockets).
 N=$(omx_scale 2000)

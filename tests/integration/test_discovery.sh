@@ -88,8 +88,10 @@ omx_ns_exec 1 env $(envh 1) timeout 30 "$T/omx_counters" -b 0 >"$TMP/cnt1" 2>&1
 counter() { sed -n "s/^$(printf %03d "$1"): *\([0-9]*\) .*/\1/p" "$2" | head -n1 | grep . || echo 0; }
 check "counters host 0: discovery frames sent and received ($(counter 97 "$TMP/cnt0"), $(counter 98 "$TMP/cnt0"))" \
 	cond '[ "$(counter 97 "$TMP/cnt0")" -gt 0 ] && [ "$(counter 98 "$TMP/cnt0")" -gt 0 ]'
-check "counters host 1 (one live server): 2 hosts added by discovery (got $(counter 99 "$TMP/cnt1"))" \
-	[ "$(counter 99 "$TMP/cnt1")" = 2 ]
+# (omx_perf -s reopens its endpoint after each client, and a new counter file starts from zero:
+# how many additions the current one saw depends on timing, so at least one, not exactly two.)
+check "counters host 1: peers added by discovery are counted (got $(counter 99 "$TMP/cnt1"))" \
+	[ "$(counter 99 "$TMP/cnt1")" -ge 1 ]
 
 mkdir -p "$TMP/lockoff"
 # Discovery off and no peers file: nobody to find; a clean, quick failure.

@@ -279,8 +279,11 @@ void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		return;
 	pthread_mutex_lock(&omx__g.lock);
 	int idx = omx__peer_by_mac(pkt->src_mac);
-	if (idx < 0 && omx__discovery_enabled())
+	if (idx < 0 && omx__discovery_enabled()) {
 		idx = discovery_add(pkt->src_mac); /* an Open-MX host we have not heard yet */
+		if (idx >= 0)
+			omx__count(b, OMX_C_X_DISCOVERY_ADDED);
+	}
 	if (idx < 0) {
 		pthread_mutex_unlock(&omx__g.lock);
 		omx__count(b, OMX_C_DROP_BAD_PEER_ADDR);

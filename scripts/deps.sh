@@ -22,6 +22,10 @@ pkg-config --exists libfabric 2>/dev/null || need+=(libfabric-dev)
 have fi_info || need+=(libfabric-bin)
 have mpirun || need+=(openmpi-bin)
 have mpicc || need+=(libopenmpi-dev)
+# Wireshark dissector test (tools/wireshark), omx_doctor's interface checks
+have tshark || need+=(tshark)
+have tcpdump || need+=(tcpdump)
+have ethtool || need+=(ethtool)
 # libFuzzer and the sanitizer runtimes for clang
 if have clang && ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   need+=("libclang-rt-$(clang --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p')-dev")

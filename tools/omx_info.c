@@ -268,8 +268,12 @@ int main(int argc, char *argv[])
 		show_board(i, verb);
 	}
 	if (verb) {
+		char shared[512];
 		printf("\n");
 		show_peers();
+		/* Which same-host mode is in force (single copy, or the two-copy fallback and why). */
+		if (omx__shared_mode_string(shared, sizeof(shared)) >= 0)
+			printf("\n%s\n", shared);
 		show_config();
 	}
 	fflush(stdout);

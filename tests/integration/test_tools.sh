@@ -313,6 +313,8 @@ check "config file: header names the file as loaded" \
 check "config file: value from the file, source file" \
 	cond 'grep -qx "  OMX_RNDV_THRESHOLD = 8192" "$TMP/out" && grep -qx "  OMX_RNDV_THRESHOLD=8192 (file)" "$TMP/out" && grep -qx "  OMX_IFACES=${OMX_IF[0]} (file)" "$TMP/out"'
 check "config file: the environment overrides it" grep -qx "  OMX_SPIN_US=9 (env)" "$TMP/out"
+check "omx_info -v says which same-host mode is in force" \
+	grep -qE "^Shared communication: shared-memory rings, (single|two)-copy large messages" "$TMP/out"
 check "config file: untouched knobs are defaults" \
 	cond 'grep -qx "  OMX_MTU=0 (default)" "$TMP/out" && grep -qx "  OMX_WIRE_MODE=extended (default)" "$TMP/out" && grep -qx "  OMX_PEERS=$PEERS (env)" "$TMP/out"'
 NKNOBS=$(grep -cE '^  OMX_[A-Z_]+=.* \((default|file|env)\)$' "$TMP/out")

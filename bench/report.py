@@ -6,7 +6,8 @@
 Reads results.csv (one row per client measurement), cpu.csv (CPU time of both processes per
 invocation) and meta.txt. Every figure is the median over the runs, with min and max; every
 ratio is omx / baseline computed on medians of the same run set. Targets (issue 6) are checked
-and, when missed, by how much.
+and, when missed, by how much. When the directory holds mpi.csv (bench/mpi.sh, run.sh --mpi),
+an "MPI" section compares Open MPI over omx with Open MPI over TCP (issue 7) and mpi.png is drawn.
 """
 import csv
 import os
@@ -134,11 +135,148 @@ def verdict(value, target, le):
     return f"**missed** by {miss * 100:.0f}% of the target"
 
 
+MPI_TRANSPORTS = ["omx", "tcp"]
+MPI_COLORS = {"omx": "tab:red", "tcp": "tab:blue"}
+MPI_SMALL = 64  # issue 7: "small-message" latency = 0-64 B ping-pong
+MPI_TARGET = 0.6
+
+
+def load_mpi(outdir):
+    """mpi.csv -> (time: (transport, test, np, len) -> [(us, disturbed)], bw: same with MB/s,
+    other: [other_cpus per job])."""
+    path = os.path.join(outdir, "mpi.csv")
+    time, bw, other = defaultdict(list), defaultdict(list), []
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            o = float(r["other_cpus"]) if r.get("other_cpus") else 0.0
+            dist = o > DISTURBED_CPUS
+            other.append(o)
+            k = (r["transport"], r["test"], int(r["np"]), int(r["length"]))
+            time[k].append((float(r["time_us"]), dist))
+            bw[k].append((float(r["bandwidth_MBps"]), dist))
+    return time, bw, other
+
+
+def mpi_section(outdir, mpi):
+    """Markdown lines of the MPI section (issue 7)."""
+    time, bw, other = mpi
+    md = ["## MPI: Open MPI over omx vs Open MPI over TCP (issue 7)\n"]
+    mp = os.path.join(outdir, "mpi_meta.txt")
+    if os.path.exists(mp):
+        md.append("```\n" + open(mp).read().strip() + "\n```\n")
+    runs = set()
+    path = os.path.join(outdir, "mpi.csv")
+    with open(path) as f:
+        runs = {r["run"] for r in csv.DictReader(f)}
+    md.append(f"bench/mpi.sh, bench/mpi_bench.c: one MPI_COMM_WORLD over two namespaces joined by veth (MTU 1500). "
+              "*omx*: `--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx` (libomx-fi.so); "
+              "*tcp*: `--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include <veth subnet>`. "
+              "Ping-pong: 2 ranks, one per namespace, pinned to CPU 0 / CPU 1, busy polling (Open MPI's "
+              "default); half round trip, bandwidth L / half round trip. Collectives: 4 ranks, 2 per "
+              "namespace (2 per CPU), `mpi_yield_when_idle 1` for both; time per operation of the slowest "
+              "rank; Alltoall length = bytes per destination, Allreduce length = vector bytes (MPI_INT "
+              "sum). Each figure: median over the runs of each run's median of repetitions, with (min–max) "
+              f"over the runs; {len(runs)} run(s); ratios omx / tcp on the medians.\n")
+    if other:
+        nd = sum(1 for x in other if x > DISTURBED_CPUS)
+        md.append(f"Machine CPU time outside the ranks while each length was measured (user+nice+system+steal "
+                  f"of /proc/stat minus the ranks' getrusage; interrupts and softirqs left out), in CPUs: "
+                  f"median {statistics.median(other):.2f}, max {max(other):.2f}; "
+                  f"{nd} of {len(other)} points were *disturbed* (> {DISTURBED_CPUS} CPU): figures use the "
+                  "undisturbed runs of a point when there is one, else all runs, marked †.\n")
+    fp = os.path.join(outdir, "mpi_failures.txt")
+    if os.path.exists(fp):
+        fails = [line.rstrip() for line in open(fp) if line.strip()]
+        if fails:
+            md.append(f"**{len(fails)} MPI job(s) failed** (their points are missing):\n")
+            md.append("```\n" + "\n".join(fails[:30]) + "\n```\n")
+
+    def lens(test):
+        return sorted({k[3] for k in time if k[1] == test})
+
+    pp = lens("pingpong")
+    rs = [(ratio(med(time, ("omx", "pingpong", 2, L)), med(time, ("tcp", "pingpong", 2, L))), L)
+          for L in pp if L <= MPI_SMALL]
+    rs = [(r, L) for r, L in rs if r is not None]
+    md.append("### Target (issue 7)\n")
+    md.append("| target | omx µs (0–64 B) | tcp µs (0–64 B) | omx / tcp | verdict |\n|---|---|---|---|---|")
+    if rs:
+        worst = max(rs)
+        o = [med(time, ("omx", "pingpong", 2, L)) for L in pp if L <= MPI_SMALL]
+        t = [med(time, ("tcp", "pingpong", 2, L)) for L in pp if L <= MPI_SMALL]
+        need = MPI_TARGET * med(time, ("tcp", "pingpong", 2, worst[1]))
+        md.append(f"| small-message MPI latency ≤ {MPI_TARGET}× MPI over TCP | {fmt(min(o))}–{fmt(max(o))} | "
+                  f"{fmt(min(t))}–{fmt(max(t))} | {min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])}) | "
+                  f"{verdict(worst[0], MPI_TARGET, True)} |")
+        md.append(f"\nMeeting it at {human(worst[1])} needs omx at ≤ {fmt(need)} µs "
+                  f"(measured {fmt(med(time, ('omx', 'pingpong', 2, worst[1])))} µs).\n")
+    else:
+        md.append("| small-message MPI latency ≤ 0.6× MPI over TCP | – | – | – | no data |\n")
+
+    md.append("### Ping-pong (2 ranks, one per namespace)\n")
+    md.append("| length | omx µs | tcp µs | omx/tcp time | omx MB/s | tcp MB/s | omx/tcp bandwidth |")
+    md.append("|---:|---|---|---:|---|---|---:|")
+    for L in pp:
+        k = lambda t: (t, "pingpong", 2, L)
+        md.append(f"| {human(L)} | {cell(time, k('omx'))} | {cell(time, k('tcp'))} | "
+                  f"{rfmt(ratio(med(time, k('omx')), med(time, k('tcp'))))} | "
+                  f"{cell(bw, k('omx'), 0) if L else '–'} | {cell(bw, k('tcp'), 0) if L else '–'} | "
+                  f"{rfmt(ratio(med(bw, k('omx')), med(bw, k('tcp')))) if L else '–'} |")
+    md.append("")
+    for test, title in (("alltoall", "MPI_Alltoall"), ("allreduce", "MPI_Allreduce")):
+        ls = lens(test)
+        if not ls:
+            continue
+        nps = sorted({k[2] for k in time if k[1] == test})
+        for n in nps:
+            md.append(f"### {title}, {n} ranks (2 per namespace), µs per operation\n")
+            md.append("| length | omx | tcp | omx/tcp |\n|---:|---|---|---:|")
+            for L in ls:
+                k = lambda t: (t, test, n, L)
+                md.append(f"| {human(L)} | {cell(time, k('omx'))} | {cell(time, k('tcp'))} | "
+                          f"{rfmt(ratio(med(time, k('omx')), med(time, k('tcp'))))} |")
+            md.append("")
+    md.append("![MPI](mpi.png)\n")
+    return md
+
+
+def mpi_plot(outdir, mpi, plt):
+    time, bw, _ = mpi
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5))
+    for ax, (test, what) in zip(axes, (("pingpong", "time"), ("pingpong", "bw"), ("coll", "time"))):
+        for t in MPI_TRANSPORTS:
+            tests = [("pingpong", "-")] if test == "pingpong" else [("alltoall", "-"), ("allreduce", "--")]
+            for tst, ls in tests:
+                d = bw if what == "bw" else time
+                keys = sorted(k for k in d if k[0] == t and k[1] == tst)
+                pts = [(max(k[3], 0.5), stats(pick(d[k]))) for k in keys if not (what == "bw" and k[3] == 0)]
+                if not pts:
+                    continue
+                xs = [p[0] for p in pts]
+                ax.plot(xs, [p[1][1] for p in pts], ls, marker="o", ms=3, color=MPI_COLORS[t], label=f"{t} {tst}")
+                ax.fill_between(xs, [p[1][0] for p in pts], [p[1][2] for p in pts], color=MPI_COLORS[t], alpha=0.15)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message length (bytes; 0 B drawn at 0.5)")
+        ax.set_ylabel("MB/s" if what == "bw" else "µs")
+        ax.set_title({("pingpong", "time"): "MPI ping-pong half round trip",
+                      ("pingpong", "bw"): "MPI ping-pong bandwidth",
+                      ("coll", "time"): "Alltoall (solid) / Allreduce (dashed), 4 ranks"}[(test, what)])
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "mpi.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: report.py RESULT_DIR")
     outdir = sys.argv[1]
     lat, bw, cpu, other = load(outdir)
+    mpi = load_mpi(outdir)
     mtus = sorted({k[0] for k in lat})
     lengths = defaultdict(set)  # (mtu, pattern) -> lengths
     for k in lat:
@@ -163,121 +301,127 @@ def main():
     md = []
     md.append("# omx benchmark report\n")
     md.append("```\n" + meta.strip() + "\n```\n")
-    md.append(f"Two network namespaces joined by veth, server pinned to CPU 1, client to CPU 0. "
-              f"Figures: median over {nruns} run(s) with (min–max) when they differ; ratios are omx / "
-              "baseline on the medians. *busy*: both sides spin (omx_test polling; MSG_DONTWAIT for the "
-              "sockets); *block*: both sides sleep in the kernel (omx_perf -w with OMX_SPIN_US=0; "
-              "blocking recv). Ping-pong latency is half a round trip; ping-pong bandwidth is 2·L per round "
-              "trip; *stream* is omx_perf -U (the answer is empty: L per round trip, the next message "
-              "leaves after the previous one's answer). TCP carries 0-byte messages as 1 byte. UDP and "
-              "raw split messages into datagrams/frames (no retransmission) and stop at 256 KiB.\n")
-    if other:
-        md.append("Machine CPU time outside the two benchmark processes (other processes, plus softirq "
-                  "work not charged to them), in CPUs averaged over each invocation: " +
-                  "; ".join(f"MTU {m}: median {statistics.median(v):.2f}, max {max(v):.2f}"
-                            for m, v in sorted(other.items())) +
-                  f". An invocation where this exceeds {DISTURBED_CPUS} CPU is *disturbed* (something else "
-                  "competed for the 2 CPUs): medians, min and max use only the undisturbed runs of each point "
-                  "when there is at least one, else all runs, and the figure is marked †. "
-                  f"{sum(1 for v in other.values() for x in v if x > DISTURBED_CPUS)} of "
-                  f"{sum(len(v) for v in other.values())} invocations were disturbed.\n")
-    if fails:
-        md.append(f"**{len(fails)} invocation(s) failed** (their points are missing):\n")
-        md.append("```\n" + "\n".join(fails[:30]) + "\n```\n")
+    if not lat:
+        md.append("No socket/omx_perf measurements in this directory (MPI only).\n")
+    if lat:
+        md.append(f"Two network namespaces joined by veth, server pinned to CPU 1, client to CPU 0. "
+                  f"Figures: median over {nruns} run(s) with (min–max) when they differ; ratios are omx / "
+                  "baseline on the medians. *busy*: both sides spin (omx_test polling; MSG_DONTWAIT for the "
+                  "sockets); *block*: both sides sleep in the kernel (omx_perf -w with OMX_SPIN_US=0; "
+                  "blocking recv). Ping-pong latency is half a round trip; ping-pong bandwidth is 2·L per round "
+                  "trip; *stream* is omx_perf -U (the answer is empty: L per round trip, the next message "
+                  "leaves after the previous one's answer). TCP carries 0-byte messages as 1 byte. UDP and "
+                  "raw split messages into datagrams/frames (no retransmission) and stop at 256 KiB.\n")
+        if other:
+            md.append("Machine CPU time outside the two benchmark processes (other processes, plus softirq "
+                      "work not charged to them), in CPUs averaged over each invocation: " +
+                      "; ".join(f"MTU {m}: median {statistics.median(v):.2f}, max {max(v):.2f}"
+                                for m, v in sorted(other.items())) +
+                      f". An invocation where this exceeds {DISTURBED_CPUS} CPU is *disturbed* (something else "
+                      "competed for the 2 CPUs): medians, min and max use only the undisturbed runs of each point "
+                      "when there is at least one, else all runs, and the figure is marked †. "
+                      f"{sum(1 for v in other.values() for x in v if x > DISTURBED_CPUS)} of "
+                      f"{sum(len(v) for v in other.values())} invocations were disturbed.\n")
+        if fails:
+            md.append(f"**{len(fails)} invocation(s) failed** (their points are missing):\n")
+            md.append("```\n" + "\n".join(fails[:30]) + "\n```\n")
 
-    # ---- targets ----
-    tgt = []
-    small = lambda m: sorted(x for x in lengths[(m, "pingpong")] if x <= 64)
-    for m in mtus:
-        for base, lim in (("tcp", 0.5), ("raw", 1.3)):
-            rs = [(ratio(med(lat, (m, "omx", "busy", "pingpong", L)), med(lat, (m, base, "busy", "pingpong", L))), L)
+        # ---- targets ----
+        tgt = []
+        small = lambda m: sorted(x for x in lengths[(m, "pingpong")] if x <= 64)
+        for m in mtus:
+            for base, lim in (("tcp", 0.5), ("raw", 1.3)):
+                rs = [(ratio(med(lat, (m, "omx", "busy", "pingpong", L)), med(lat, (m, base, "busy", "pingpong", L))), L)
+                      for L in small(m)]
+                rs = [(r, L) for r, L in rs if r is not None]
+                if rs:
+                    worst = max(rs)
+                    tgt.append((f"0–64 B busy latency omx/{base} ≤ {lim}", m,
+                                f"{min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])})", verdict(worst[0], lim, True)))
+            rs = [(ratio(med(lat, (m, "omx", "block", "pingpong", L)), med(lat, (m, "tcp", "block", "pingpong", L))), L)
                   for L in small(m)]
             rs = [(r, L) for r, L in rs if r is not None]
             if rs:
                 worst = max(rs)
-                tgt.append((f"0–64 B busy latency omx/{base} ≤ {lim}", m,
-                            f"{min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])})", verdict(worst[0], lim, True)))
-        rs = [(ratio(med(lat, (m, "omx", "block", "pingpong", L)), med(lat, (m, "tcp", "block", "pingpong", L))), L)
-              for L in small(m)]
-        rs = [(r, L) for r, L in rs if r is not None]
-        if rs:
-            worst = max(rs)
-            tgt.append(("0–64 B blocking latency omx/tcp ≤ 0.7", m,
-                        f"{min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])})", verdict(worst[0], 0.7, True)))
-    for m, lim in ((9000, 1.0), (65535, 1.3)):
-        if m not in mtus:
-            continue
-        for pat in ("stream", "pingpong"):
+                tgt.append(("0–64 B blocking latency omx/tcp ≤ 0.7", m,
+                            f"{min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])})", verdict(worst[0], 0.7, True)))
+        for m, lim in ((9000, 1.0), (65535, 1.3)):
+            if m not in mtus:
+                continue
+            for pat in ("stream", "pingpong"):
+                for mode in MODES:
+                    r = ratio(med(bw, (m, "omx", mode, pat, 4 << 20)), med(bw, (m, "tcp", mode, pat, 4 << 20)))
+                    if r is not None:
+                        tgt.append((f"4 MiB {pat} throughput omx/tcp ≥ {lim} ({mode})", m, f"{r:.2f}",
+                                    verdict(r, lim, False)))
+        for m in mtus:
             for mode in MODES:
-                r = ratio(med(bw, (m, "omx", mode, pat, 4 << 20)), med(bw, (m, "tcp", mode, pat, 4 << 20)))
-                if r is not None:
-                    tgt.append((f"4 MiB {pat} throughput omx/tcp ≥ {lim} ({mode})", m, f"{r:.2f}",
-                                verdict(r, lim, False)))
-    for m in mtus:
-        for mode in MODES:
-            rs = [(ratio(med(lat, (m, "omx", mode, "pingpong", L)), med(lat, (m, "tcp", mode, "pingpong", L))), L)
-                  for L in sorted(lengths[(m, "pingpong")]) if 4096 <= L <= 262144]
-            rs = [(r, L) for r, L in rs if r is not None]
-            if rs:
-                worst = max(rs)
-                bad = [human(L) for r, L in rs if r > 1.1]
-                tgt.append((f"4 KiB–256 KiB ping-pong time omx/tcp ≤ 1.1 ({mode})", m,
-                            f"{min(rs)[0]:.2f}–{worst[0]:.2f}; over 1.1 at: {', '.join(bad) or 'none'}",
-                            verdict(worst[0], 1.1, True)))
-    for m in mtus:
-        for mode in MODES:
-            o, _ = cpu_per_byte(cpu, (m, "omx", mode))
-            t, _ = cpu_per_byte(cpu, (m, "tcp", mode))
-            if o and t:
-                r = o[1] / t[1]
-                tgt.append((f"4 MiB stream bytes per CPU-second omx/tcp ≥ 1.5 ({mode})", m, f"{r:.2f}",
-                            verdict(r, 1.5, False)))
-    md.append("## Targets (issue 6), ratios measured in this run\n")
-    md.append("| target | MTU | omx / baseline | verdict |\n|---|---:|---|---|")
-    for name, m, val, v in tgt:
-        md.append(f"| {name} | {m} | {val} | {v} |")
-    md.append("\n\"Missed by X%\": how far the ratio is from the target, relative to the target.\n")
+                rs = [(ratio(med(lat, (m, "omx", mode, "pingpong", L)), med(lat, (m, "tcp", mode, "pingpong", L))), L)
+                      for L in sorted(lengths[(m, "pingpong")]) if 4096 <= L <= 262144]
+                rs = [(r, L) for r, L in rs if r is not None]
+                if rs:
+                    worst = max(rs)
+                    bad = [human(L) for r, L in rs if r > 1.1]
+                    tgt.append((f"4 KiB–256 KiB ping-pong time omx/tcp ≤ 1.1 ({mode})", m,
+                                f"{min(rs)[0]:.2f}–{worst[0]:.2f}; over 1.1 at: {', '.join(bad) or 'none'}",
+                                verdict(worst[0], 1.1, True)))
+        for m in mtus:
+            for mode in MODES:
+                o, _ = cpu_per_byte(cpu, (m, "omx", mode))
+                t, _ = cpu_per_byte(cpu, (m, "tcp", mode))
+                if o and t:
+                    r = o[1] / t[1]
+                    tgt.append((f"4 MiB stream bytes per CPU-second omx/tcp ≥ 1.5 ({mode})", m, f"{r:.2f}",
+                                verdict(r, 1.5, False)))
+        md.append("## Targets (issue 6), ratios measured in this run\n")
+        md.append("| target | MTU | omx / baseline | verdict |\n|---|---:|---|---|")
+        for name, m, val, v in tgt:
+            md.append(f"| {name} | {m} | {val} | {v} |")
+        md.append("\n\"Missed by X%\": how far the ratio is from the target, relative to the target.\n")
 
-    # ---- per-MTU tables ----
-    for m in mtus:
-        md.append(f"## MTU {m}\n")
-        for mode in MODES:
-            md.append(f"### Ping-pong half round trip, µs ({mode})\n")
-            hdr = "| length | " + " | ".join(TRANSPORTS) + " | omx/tcp | omx/udp | omx/raw |"
-            md.append(hdr + "\n|---:|" + "---|" * len(TRANSPORTS) + "---:|---:|---:|")
-            for L in sorted(lengths[(m, "pingpong")]):
-                o = med(lat, (m, "omx", mode, "pingpong", L))
-                row = [cell(lat, (m, t, mode, "pingpong", L)) for t in TRANSPORTS]
-                rr = [rfmt(ratio(o, med(lat, (m, b, mode, "pingpong", L)))) for b in ("tcp", "udp", "raw")]
-                md.append(f"| {human(L)} | " + " | ".join(row) + " | " + " | ".join(rr) + " |")
+        # ---- per-MTU tables ----
+        for m in mtus:
+            md.append(f"## MTU {m}\n")
+            for mode in MODES:
+                md.append(f"### Ping-pong half round trip, µs ({mode})\n")
+                hdr = "| length | " + " | ".join(TRANSPORTS) + " | omx/tcp | omx/udp | omx/raw |"
+                md.append(hdr + "\n|---:|" + "---|" * len(TRANSPORTS) + "---:|---:|---:|")
+                for L in sorted(lengths[(m, "pingpong")]):
+                    o = med(lat, (m, "omx", mode, "pingpong", L))
+                    row = [cell(lat, (m, t, mode, "pingpong", L)) for t in TRANSPORTS]
+                    rr = [rfmt(ratio(o, med(lat, (m, b, mode, "pingpong", L)))) for b in ("tcp", "udp", "raw")]
+                    md.append(f"| {human(L)} | " + " | ".join(row) + " | " + " | ".join(rr) + " |")
+                md.append("")
+            for pat in ("pingpong", "stream"):
+                md.append(f"### {'Ping-pong' if pat == 'pingpong' else 'Streaming (-U)'} throughput, MB/s\n")
+                cols = [(t, mode) for mode in MODES for t in (TRANSPORTS if pat == "pingpong" else ["omx", "tcp"])]
+                md.append("| length | " + " | ".join(f"{t} {mode}" for t, mode in cols) +
+                          " | omx/tcp busy | omx/tcp block |")
+                md.append("|---:|" + "---|" * len(cols) + "---:|---:|")
+                for L in sorted(lengths[(m, pat)]):
+                    if L < 4096:
+                        continue
+                    row = [cell(bw, (m, t, mode, pat, L), 0) for t, mode in cols]
+                    rr = [rfmt(ratio(med(bw, (m, "omx", mode, pat, L)), med(bw, (m, "tcp", mode, pat, L)))) for mode in MODES]
+                    md.append(f"| {human(L)} | " + " | ".join(row) + " | " + " | ".join(rr) + " |")
+                md.append("")
+            md.append("### CPU time per byte, streaming 4 MiB messages (user+system of both processes)\n")
+            md.append("| transport | mode | MB per CPU-second (slope N vs N/10) | µs CPU per MiB | whole N run incl. start-up, MB/CPU-s |")
+            md.append("|---|---|---|---:|---|")
+            for mode in MODES:
+                for t in ("omx", "tcp"):
+                    s, wh = cpu_per_byte(cpu, (m, t, mode))
+                    if not s and not wh:
+                        continue
+                    sc = "–" if not s else f"{s[1] / 1e6:.0f} ({s[0] / 1e6:.0f}–{s[2] / 1e6:.0f})"
+                    us = "–" if not s else f"{1e6 * (1 << 20) / s[1]:.0f}"
+                    wc = "–" if not wh else f"{wh[1] / 1e6:.0f} ({wh[0] / 1e6:.0f}–{wh[2] / 1e6:.0f})"
+                    md.append(f"| {t} | {mode} | {sc} | {us} | {wc} |")
             md.append("")
-        for pat in ("pingpong", "stream"):
-            md.append(f"### {'Ping-pong' if pat == 'pingpong' else 'Streaming (-U)'} throughput, MB/s\n")
-            cols = [(t, mode) for mode in MODES for t in (TRANSPORTS if pat == "pingpong" else ["omx", "tcp"])]
-            md.append("| length | " + " | ".join(f"{t} {mode}" for t, mode in cols) +
-                      " | omx/tcp busy | omx/tcp block |")
-            md.append("|---:|" + "---|" * len(cols) + "---:|---:|")
-            for L in sorted(lengths[(m, pat)]):
-                if L < 4096:
-                    continue
-                row = [cell(bw, (m, t, mode, pat, L), 0) for t, mode in cols]
-                rr = [rfmt(ratio(med(bw, (m, "omx", mode, pat, L)), med(bw, (m, "tcp", mode, pat, L)))) for mode in MODES]
-                md.append(f"| {human(L)} | " + " | ".join(row) + " | " + " | ".join(rr) + " |")
-            md.append("")
-        md.append("### CPU time per byte, streaming 4 MiB messages (user+system of both processes)\n")
-        md.append("| transport | mode | MB per CPU-second (slope N vs N/10) | µs CPU per MiB | whole N run incl. start-up, MB/CPU-s |")
-        md.append("|---|---|---|---:|---|")
-        for mode in MODES:
-            for t in ("omx", "tcp"):
-                s, wh = cpu_per_byte(cpu, (m, t, mode))
-                if not s and not wh:
-                    continue
-                sc = "–" if not s else f"{s[1] / 1e6:.0f} ({s[0] / 1e6:.0f}–{s[2] / 1e6:.0f})"
-                us = "–" if not s else f"{1e6 * (1 << 20) / s[1]:.0f}"
-                wc = "–" if not wh else f"{wh[1] / 1e6:.0f} ({wh[0] / 1e6:.0f}–{wh[2] / 1e6:.0f})"
-                md.append(f"| {t} | {mode} | {sc} | {us} | {wc} |")
-        md.append("")
-        md.append(f"![latency MTU {m}](latency_mtu{m}.png)\n![bandwidth MTU {m}](bandwidth_mtu{m}.png)\n")
+            md.append(f"![latency MTU {m}](latency_mtu{m}.png)\n![bandwidth MTU {m}](bandwidth_mtu{m}.png)\n")
+
+    if mpi:
+        md += mpi_section(outdir, mpi)
 
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -290,6 +434,8 @@ def main():
     except ImportError:
         print("report.py: matplotlib missing (apt-get install -y python3-matplotlib): no plots", file=sys.stderr)
         return
+    if mpi:
+        mpi_plot(outdir, mpi, plt)
     for m in mtus:
         fig, ax = plt.subplots(figsize=(8, 5.5))
         for t in TRANSPORTS:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh - omx benchmark suite: omx_perf against TCP, UDP and raw AF_PACKET, in one run.
 #
-#   sudo bench/run.sh [--quick] [--mtus "1500 9000 65535"] [--runs N]
+#   sudo bench/run.sh [--quick] [--mtus "1500 9000 65535"] [--runs N] [--mpi | --mpi-only]
 #
 # Creates two network namespaces joined by a veth pair (tests/integration/lib/netns.sh), gives
 # the two ends private IPv4 addresses (10.77.0.1 / 10.77.0.2, for TCP and UDP), and for each
@@ -26,6 +26,9 @@
 # Before each MTU/run block it waits (up to OMX_BENCH_QUIET_WAIT s, default 120) for the machine
 # to be idle: on 2 cores any other busy process ruins busy-polling figures. cpu.csv records, per
 # invocation, the CPU time the whole machine spent (machine_busy_s) to show interference.
+# --mpi: afterwards, bench/mpi.sh (Open MPI over omx vs Open MPI over TCP, issue 7) with the
+# same --runs / --quick, into the same directory (mpi.csv; "MPI" section of report.md);
+# --mpi-only: only that.
 # Environment: OMX_BENCH_BUILD build directory [./build-bench], built (cmake + ninja) first.
 set -u
 
@@ -35,6 +38,7 @@ BUILD=${OMX_BENCH_BUILD:-$SRC/build-bench}
 QUICK=0
 MTUS="1500 9000 65535"
 RUNS=""
+MPI=0
 ARGS="$*"
 
 die() {
@@ -48,6 +52,8 @@ while [ $# -gt 0 ]; do
 	--quick) QUICK=1 ;;
 	--mtus) MTUS=${2:?}; shift ;;
 	--runs) RUNS=${2:?}; shift ;;
+	--mpi) MPI=1 ;;
+	--mpi-only) MPI=only ;;
 	-h | --help)
 		sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'
 		exit 0
@@ -245,6 +251,7 @@ run_one() {
 }
 
 T0=$(date +%s)
+[ "$MPI" = only ] && MTUS=""
 for mtu in $MTUS; do
 	omx_netns_set_mtu "$mtu" || die "cannot set MTU $mtu"
 	omx_netns_wait_up || die "link not up at MTU $mtu"
@@ -278,6 +285,12 @@ for mtu in $MTUS; do
 	done
 done
 log "measurements done in $(($(date +%s) - T0)) s; $(wc -l <"$FAIL") failed invocation(s)"
+if [ "$MPI" != 0 ]; then
+	mpiargs=(--runs "$RUNS" --out "$OUT")
+	[ "$QUICK" = 1 ] && mpiargs+=(--quick)
+	OMX_BENCH_NOBUILD=1 OMX_BENCH_BUILD=$BUILD bash "$HERE/mpi.sh" "${mpiargs[@]}" ||
+		log "bench/mpi.sh failed (see $OUT/mpi_failures.txt, $OUT/logs/mpi-*)"
+fi
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3

@@ -1,7 +1,7 @@
 #!/bin/bash
 # mpi.sh - Open MPI over omx against Open MPI over TCP, interleaved in one run (issues 6 and 7).
 #
-#   sudo bench/mpi.sh [--quick] [--runs N] [--out DIR]
+#   sudo bench/mpi.sh [--quick | --small] [--runs N] [--out DIR]
 #   sudo bench/run.sh --mpi | --mpi-only ...     (run.sh calls this script)
 #
 # Two network namespaces ("hosts" omxh0, omxh1) joined by a veth pair, MTU 1500
@@ -24,6 +24,7 @@
 #              With omx, the two ranks of a namespace talk through omx's same-host path; with
 #              btl tcp,self, through TCP on the veth address (no shared-memory BTL: the brief's
 #              "MPI over TCP").
+# --small: ping-pong only, 0 B - 1 KiB, more iterations (the issue-7 target), 10 runs by default.
 # Open MPI's own binding is off (--bind-to none); mpi_bench pins itself (-a 0,1) before MPI_Init.
 # Each job runs under `timeout` (OMX_BENCH_MPI_TIMEOUT, default 300 s). mpi_bench records, per
 # length, the CPU time the machine spent outside the ranks (other_cpus, from /proc/stat and the
@@ -42,6 +43,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
 BUILD=${OMX_BENCH_BUILD:-$SRC/build-bench}
 QUICK=0
+SMALL=0
 RUNS=""
 OUT=""
 ARGS="$*"
@@ -55,6 +57,7 @@ log() { echo "bench-mpi: $*" >&2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) QUICK=1 ;;
+	--small) SMALL=1 ;;
 	--runs) RUNS=${2:?}; shift ;;
 	--out) OUT=${2:?}; shift ;;
 	-h | --help)
@@ -82,7 +85,11 @@ FIDIR=$BUILD/ofi
 [ -e "$FIDIR/libomx-fi.so" ] || die "missing $FIDIR/libomx-fi.so (libfabric-dev missing at build time?)"
 FIDIR=$(cd "$FIDIR" && pwd)
 
-if [ "$QUICK" = 1 ]; then
+if [ "$SMALL" = 1 ]; then
+	: "${RUNS:=10}"
+	PP=(-S 0 -E 1025 -M 4 -N 3000 -W 300 -R 5)
+	COLL=()
+elif [ "$QUICK" = 1 ]; then
 	: "${RUNS:=1}"
 	PP=(-S 0 -E 4194305 -M 4 -N 300 -W 30 -R 3)
 	COLL=(-S 4 -E 1048577 -M 16 -N 50 -W 5 -R 3)
@@ -128,7 +135,7 @@ mpi_setup "$FIDIR" || die "cannot set up addresses and the launch agent"
 	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
 	echo "build: $BUILD ($(grep -m1 '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2))"
 	echo "mpi: $(mpirun --version 2>/dev/null | head -n 1); libfabric $(pkg-config --modversion libfabric 2>/dev/null)"
-	echo "runs: $RUNS quick: $QUICK veth MTU 1500"
+	echo "runs: $RUNS quick: $QUICK small: $SMALL veth MTU 1500"
 	echo "pingpong: ${PP[*]}"
 	echo "collectives: ${COLL[*]}"
 } >"$OUT/mpi_meta.txt"
@@ -198,6 +205,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	log "run $r/$RUNS ($(($(date +%s) - T0)) s so far)"
 	if [ $((r % 2)) = 1 ]; then order="omx tcp"; else order="tcp omx"; fi
 	for t in $order; do job "$r" "$t" pingpong 2 "0:1 1:1" "${PP[@]}"; done
+	[ "$SMALL" = 1 ] && continue
 	for t in $order; do job "$r" "$t" alltoall 4 "0:2 1:2" "${COLL[@]}"; done
 	for t in $order; do job "$r" "$t" allreduce 4 "0:2 1:2" "${COLL[@]}"; done
 done

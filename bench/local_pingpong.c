@@ -6,9 +6,16 @@
  *   shm    - a shared anonymous mapping with a busy-polled flag (the floor for any shared-memory
  *            ring) and memcpy through a 64 KiB buffer for bandwidth
  *
- *   local_pingpong <pipe|unix|shm> <length> <iterations>
+ *   local_pingpong <pipe|unix|shm> <length> <iterations> [echo|oneway] [cpuA,cpuB]
+ * oneway (default): the reply is 1 byte (0 for shm) and MB/s counts one direction, like
+ * omx_perf -U; echo: the reply has the same length and MB/s counts both directions, like
+ * omx_perf's latency runs. cpuA,cpuB: pin the parent to cpuA and the child to cpuB.
  * Output (CSV): kind,length,iterations,half_rtt_us,MB/s
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,10 +87,14 @@ static void shm_recv(struct shm *s, char *dst, size_t len, uint64_t *seq)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s <pipe|unix|shm> <length> <iterations>\n", argv[0]);
+	if (argc < 4 || argc > 6) {
+		fprintf(stderr, "usage: %s <pipe|unix|shm> <length> <iterations> [echo|oneway] [cpuA,cpuB]\n", argv[0]);
 		return 2;
 	}
+	int echo = argc > 4 && !strcmp(argv[4], "echo");
+	int cpu[2] = { -1, -1 };
+	if (argc > 5 && sscanf(argv[5], "%d,%d", &cpu[0], &cpu[1]) != 2)
+		return 2;
 	const char *kind = argv[1];
 	size_t len = strtoull(argv[2], NULL, 0);
 	long iters = atol(argv[3]);
@@ -112,14 +123,31 @@ int main(int argc, char **argv)
 	pid_t pid = fork();
 	uint64_t seq0 = 0, seq1 = 0;
 	char one = 0;
+	/* the reply: the message itself (echo), or 1 byte (0 through the shared flag) */
+	char *rbuf = echo ? buf : &one;
+	size_t rlen = echo ? len : s ? 0 : 1;
+	size_t mlen = len; /* a 0-byte message is 1 byte through pipes and sockets */
+	if (!s && !len) {
+		mlen = 1;
+		rlen = 1;
+	}
+	if (cpu[0] >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(pid == 0 ? cpu[1] : cpu[0], &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+			perror("sched_setaffinity");
+			return 1;
+		}
+	}
 	if (pid == 0) {
 		for (long i = 0; i < iters + 10; i++) {
 			if (s) {
 				shm_recv(&s[0], buf, len, &seq0);
-				shm_send(&s[1], &one, 0, &seq1);
+				shm_send(&s[1], rbuf, rlen, &seq1);
 			} else {
-				xfer(a[0], buf, len, 0);
-				xfer(b[1], &one, 1, 1);
+				xfer(a[0], buf, mlen, 0);
+				xfer(b[1], rbuf, rlen, 1);
 			}
 		}
 		_exit(0);
@@ -130,15 +158,17 @@ int main(int argc, char **argv)
 			t0 = now_s();
 		if (s) {
 			shm_send(&s[0], buf, len, &seq0);
-			shm_recv(&s[1], &one, 0, &seq1);
+			shm_recv(&s[1], rbuf, rlen, &seq1);
 		} else {
-			xfer(a[1], buf, len, 1);
-			xfer(b[0], &one, 1, 0);
+			xfer(a[1], buf, mlen, 1);
+			xfer(b[0], rbuf, rlen, 0);
 		}
 	}
 	double t = now_s() - t0;
 	waitpid(pid, NULL, 0);
-	/* Half round trip for latency; bandwidth counts the payload of one direction per trip. */
-	printf("%s,%zu,%ld,%.3f,%.1f\n", kind, len, iters, t / (double)iters / 2 * 1e6, (double)len * (double)iters / t / 1e6);
+	/* Half round trip for latency; bandwidth counts the payload of one direction per trip (both
+	 * with echo). */
+	printf("%s,%zu,%ld,%.3f,%.1f\n", kind, len, iters, t / (double)iters / 2 * 1e6,
+	       (echo ? 2.0 : 1.0) * (double)len * (double)iters / t / 1e6);
 	return 0;
 }

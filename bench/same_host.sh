@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # same_host.sh - same-host benchmark (not a test): omx_perf with both ends on one "host" (one
-# network namespace, one board), in the modes of the same-host path, median of several runs.
+# network namespace, one board), in the modes of the same-host path, against Open MPI's
+# shared-memory transport and the kernel's local channels, median of several runs.
 #
 #   sudo bench/same_host.sh [runs] [omx_perf client options...]
 #
 # Modes: shm (default: shared-memory rings + single copy above OMX_SHARED_RNDV_THRESHOLD),
 # twocopy (OMX_SHARED_SINGLE_COPY=0: large messages pulled through the rings), frames
-# (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path), and the
-# baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare shared-memory
-# flag + memcpy: the floor of any shared-memory path), at the lengths of $LENGTHS; their
-# bandwidth counts one direction per round trip, like omx_perf -U.
+# (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path);
+# vader-cma / vader-none: Open MPI (ob1, btl vader,self) with btl_vader_single_copy_mechanism
+# cma / none (bench/mpi_shm_pingpong.c, compiled with mpicc here; mpirun as root);
+# and the baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare
+# shared-memory flag + memcpy: the floor of any shared-memory path).
+# Every mode runs the lengths of the omx_perf options (-S, -E, -M; -N iterations, at most 20000
+# for the baselines and shrinking with the length for them and for MPI, at least 20); with -U the
+# replies are empty and the bandwidth counts one direction (both otherwise), in every mode.
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
-# Environment: OMX_BUILD [./build], MODES ["shm twocopy frames"], PERF (another omx_perf binary,
-# e.g. an older build, for before/after comparisons).
-# Output: one line per (mode, length): the median latency (us) and bandwidth (MB/s) over the runs.
+# Environment: OMX_BUILD [./build], MODES ["shm twocopy frames"], PLACES ["any"]: any (not
+# pinned), diff (the two processes pinned to cores 0 and 1), same (both pinned to core 0; the
+# busy-polling modes then yield between polls: omx_perf -y, Open MPI mpi_yield_when_idle=1),
+# PERF (another omx_perf binary, e.g. an older build, for before/after comparisons).
+# Runs are interleaved: run r of every mode and placement before run r+1 of any.
+# Output: one line per (mode, placement, length): the median latency (us, half a round trip)
+# and bandwidth (MB/s) over the runs, and their spread (min-max latency).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
@@ -22,6 +31,21 @@ PERF=${PERF:-$BUILD/tools/omx_perf}
 RUNS=${1:-5}
 shift || true
 MODES=${MODES:-"shm twocopy frames"}
+PLACES=${PLACES:-any}
+# The omx_perf options that the other modes follow.
+S=0 E=4194305 M=2 N=1000 U=0
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+	case ${args[i]} in
+	-S) S=${args[i + 1]} ;;
+	-E) E=${args[i + 1]} ;;
+	-M) M=${args[i + 1]} ;;
+	-N) N=${args[i + 1]} ;;
+	-U) U=1 ;;
+	esac
+done
+LENGTHS=""
+for ((l = S; l < E; l = l ? l * M : 1)); do LENGTHS+=" $l"; done
 source "$SRC/tests/integration/lib/netns.sh" || exit 1
 TMP=$(mktemp -d /tmp/omx-samehost.XXXXXX)
 omx_at_exit "rm -rf $TMP"
@@ -36,43 +60,80 @@ for line in sys.stdin:
     l, n, us, mb = line.strip().split(",")[:4]
     lat[int(l)].append(float(us)); bw[int(l)].append(float(mb))
 for l in sorted(lat):
-    print("%-8s %9d  %9.2f us  %9.1f MB/s  (%d runs)" % (sys.argv[1], l, statistics.median(lat[l]), statistics.median(bw[l]), len(lat[l])))
+    print("%-18s %9d  %9.2f us  %9.1f MB/s  (%d runs, %.2f-%.2f us)" % (sys.argv[1], l, statistics.median(lat[l]),
+          statistics.median(bw[l]), len(lat[l]), min(lat[l]), max(lat[l])))
 '
-LENGTHS=${LENGTHS:-"0 64 1024 4096 65536 1048576 4194304"}
 LP=$BUILD/bench/local_pingpong
-for mode in $MODES; do
+MPIPP=$TMP/mpi_shm_pingpong
+if [[ " $MODES " == *" vader-"* ]]; then
+	mpicc -O2 -o "$MPIPP" "$HERE/mpi_shm_pingpong.c" || exit 1
+fi
+# pin PLACE SIDE: the command prefix pinning side 0 (server / rank 0) or 1 of a placement
+pin() {
+	case $1 in
+	diff) echo "taskset -c $2" ;;
+	same) echo "taskset -c 0" ;;
+	*) echo "" ;;
+	esac
+}
+run_once() { # mode place run
+	local mode=$1 place=$2 r=$3 out="$TMP/$1@$2.$3.csv" extra=() yield=()
+	shift 3
+	[ "$place" = same ] && yield=(-y)
 	case $mode in
 	pipe | unix | flag)
-		for ((r = 0; r < RUNS; r++)); do
-			for l in $LENGTHS; do
-				n=$((200000000 / (l + 1)))
-				[ $n -gt 20000 ] && n=20000
-				[ $n -lt 20 ] && n=20
-				"$LP" "${mode/flag/shm}" "$l" "$n" | awk -F, '{print $2","$3","$4","$5}'
-			done
-		done >"$TMP/$mode.0.csv"
-		cat "$TMP/$mode.0.csv" | python3 -c "$MEDIAN" "$mode"
-		continue
+		local cpus=() kind=oneway
+		[ "$place" = diff ] && cpus=(0,1)
+		[ "$place" = same ] && cpus=(0,0)
+		[ $U = 0 ] && kind=echo
+		for l in $LENGTHS; do
+			n=$((200000000 / (l + 1)))
+			[ $n -gt 20000 ] && n=20000
+			[ $n -gt "$N" ] && n=$N
+			[ $n -lt 20 ] && n=20
+			"$LP" "${mode/flag/shm}" "$l" "$n" $kind "${cpus[@]}" | awk -F, '{print $2","$3","$4","$5}'
+		done >"$out"
+		return
 		;;
-	shm*) extra=() ;;
+	vader-*)
+		local mca=(--mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism "${mode#vader-}")
+		[ "$place" = same ] && mca+=(--mca mpi_yield_when_idle 1)
+		local pp=("$MPIPP" "$S" "$E" "$M" "$N")
+		[ $U = 1 ] && pp+=(-U)
+		timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" -np 1 $(pin "$place" 0) "${pp[@]}" : \
+			-np 1 $(pin "$place" 1) "${pp[@]}" 2>/dev/null | grep -E '^[0-9]+,' >"$out"
+		return
+		;;
+	shm*) ;;
 	twocopy*) extra=(OMX_SHARED_SINGLE_COPY=0) ;;
 	frames*) extra=(OMX_DISABLE_SHARED=1) ;;
 	*) echo "unknown mode $mode" >&2; exit 2 ;;
 	esac
 	# "mode+VAR=value+VAR2=value": extra variables for this mode
 	[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}" && extra+=("${more[@]}")
-	envs=(env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock" "${extra[@]}")
-	for ((r = 0; r < RUNS; r++)); do
-		omx_host_exec 0 "${envs[@]}" timeout 300 "$PERF" -e 0 >"$TMP/server.log" 2>&1 &
-		srv=$!
-		for ((t = 0; t < 100; t++)); do
-			grep -q '^Starting receiver' "$TMP/server.log" 2>/dev/null && break
-			sleep 0.05
-		done
-		omx_host_exec 0 "${envs[@]}" timeout 300 "$PERF" -d "$H:0" -e 1 -P 0 -c - "$@" 2>/dev/null |
-			grep -E '^[0-9]+,' >"$TMP/$mode.$r.csv"
-		wait $srv
+	local envs=(env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock" "${extra[@]}")
+	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 0) "$PERF" -e 0 "${yield[@]}" >"$TMP/server.log" 2>&1 &
+	local srv=$!
+	for ((t = 0; t < 100; t++)); do
+		grep -q '^Starting receiver' "$TMP/server.log" 2>/dev/null && break
+		sleep 0.05
 	done
-	cat "$TMP/$mode".*.csv | python3 -c "$MEDIAN" "$mode"
+	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 1) "$PERF" -d "$H:0" -e 1 -P 0 -c - "${yield[@]}" "$@" \
+		2>/dev/null | grep -E '^[0-9]+,' >"$out"
+	wait $srv
+}
+for ((r = 0; r < RUNS; r++)); do
+	for place in $PLACES; do
+		for mode in $MODES; do
+			run_once "$mode" "$place" "$r" "$@"
+		done
+	done
+done
+for place in $PLACES; do
+	for mode in $MODES; do
+		label=$mode
+		[ "$PLACES" != any ] && label="$mode@$place"
+		cat "$TMP/$mode@$place".*.csv | python3 -c "$MEDIAN" "$label"
+	done
 done
 exit 0

@@ -347,8 +347,11 @@ struct omx_endpoint {
 	struct omx_list connect_list; /* connect requests by last transmission time */
 	struct omx_list ack_list;     /* partners owing an ack */
 	struct omx_list all_reqs;
+	union omx_request *req_cache; /* freed requests kept for reuse (request.c) */
+	unsigned req_cache_count;
 	uint64_t next_host_query_check;
 	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
+	uint64_t next_responder_ns; /* the board's NACK responder is polled at most this often */
 	uint32_t mismatch_warnings;
 	uint32_t zombies;
 	uint32_t resends_max;
@@ -439,6 +442,7 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 void omx__req_complete(union omx_request *r, omx_return_t code);
 void omx__req_maybe_free(union omx_request *r);
 void omx__req_free(union omx_request *r); /* unconditional (endpoint close) */
+void omx__req_cache_drain(struct omx_endpoint *ep); /* free the kept requests (endpoint close) */
 void omx__req_clear(union omx_request *r, uint32_t bits); /* clear BUSY bits, free if possible */
 omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint32_t nseg);
 void omx__copy_to_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, const void *src, uint32_t len);

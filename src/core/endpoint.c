@@ -152,13 +152,18 @@ void omx__notify_waiters(struct omx_endpoint *ep)
 	}
 }
 
+#define OMX_RESPONDER_POLL_NS 20000ull
+
 void omx__progress(struct omx_endpoint *ep)
 {
 	if (ep->progression_disabled || ep->in_handler)
 		return;
 	uint64_t c0 = ep->completions;
+	/* One clock read per progress (it costs ~35 ns here, a busy-polling loop calls this
+	 * millions of times a second): the frames below are handled at most a burst late. */
+	uint64_t now = omx_now_ns();
 	if (!ep->in_thread_progress)
-		ep->last_app_ns = omx_now_ns();
+		ep->last_app_ns = now;
 	while (ep->local_nack_count) {
 		uint8_t f[OMX_FRAME_MIN];
 		memcpy(f, ep->local_nacks[--ep->local_nack_count], sizeof(f));
@@ -170,7 +175,6 @@ void omx__progress(struct omx_endpoint *ep)
 	for (int i = 0; ep->local && i < 16; i++)
 		if (ep->local->ops->recv_burst(ep->local, omx__recv_frame, ep, 64) < 64)
 			break;
-	uint64_t now = omx_now_ns();
 	omx__resend_due(ep, now);
 	omx__connect_resend_due(ep, now);
 	omx__pull_timers(ep, now);
@@ -179,7 +183,12 @@ void omx__progress(struct omx_endpoint *ep)
 		ep->next_host_query_check = now + 100000000ull;
 		omx__host_queries_due(ep, now);
 	}
-	omx__responder_progress(ep, now);
+	if (now >= ep->next_responder_ns) {
+		/* Frames to closed endpoints of the board: not latency-critical, and a lock shared by
+		 * all endpoints of the process, so not on every poll. */
+		ep->next_responder_ns = now + OMX_RESPONDER_POLL_NS;
+		omx__responder_progress(ep, now);
+	}
 	if (ep->local && now >= ep->next_shared_check)
 		omx__shared_check_partners(ep, now);
 	if (ep->completions != c0)
@@ -341,6 +350,7 @@ static void endpoint_free(struct omx_endpoint *ep)
 	struct omx_list *pos, *tmp;
 	omx_list_for_each_safe(pos, tmp, &ep->all_reqs)
 		omx__req_free((union omx_request *)omx_container_of(pos, omx_req_t, all_elt));
+	omx__req_cache_drain(ep);
 	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
 		if (!ep->partners || !ep->partners[i])
 			continue;

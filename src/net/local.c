@@ -121,7 +121,7 @@ static struct peer_ring *peer_lookup(struct omx_net_local *l, const uint8_t *mac
 	return l->last = victim;
 }
 
-/* The peer's ring, attached or re-attached as needed; NULL if it has none now. */
+/* The peer's ring, attached or re-attached as needed; NULL if it has none now. now: omx_now_coarse_ns(). */
 static struct omx_shm_ring *peer_ring_get(struct omx_net_local *l, const uint8_t *mac, uint8_t ep, uint64_t now)
 {
 	struct peer_ring *p = peer_lookup(l, mac, ep);
@@ -157,8 +157,8 @@ static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 	if (ep < 0)
 		return 0; /* host queries etc. are for the wire only */
 	if (l->own) {
-		uint64_t now = omx_now_ns(), give_up = 0;
-		struct omx_shm_ring *r = peer_ring_get(l, frame, (uint8_t)ep, now);
+		uint64_t now, give_up = 0;
+		struct omx_shm_ring *r = peer_ring_get(l, frame, (uint8_t)ep, omx_now_coarse_ns());
 		while (r) {
 			int bell = 0;
 			int e = omx_shm_ring_push(r, iov, iovcnt, &bell);
@@ -255,14 +255,14 @@ struct omx_shm_ring *omx_net_local_own_ring(struct omx_net *n)
 struct omx_shm_ring *omx_net_local_peer_ring(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint)
 {
 	struct omx_net_local *l = (struct omx_net_local *)n;
-	return l->own ? peer_ring_get(l, mac, endpoint, omx_now_ns()) : NULL;
+	return l->own ? peer_ring_get(l, mac, endpoint, omx_now_coarse_ns()) : NULL;
 }
 
 int omx_net_local_peer_gone(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint, uint32_t session)
 {
 	struct omx_net_local *l = (struct omx_net_local *)n;
 	if (l->own) {
-		struct omx_shm_ring *r = peer_ring_get(l, mac, endpoint, omx_now_ns());
+		struct omx_shm_ring *r = peer_ring_get(l, mac, endpoint, omx_now_coarse_ns());
 		if (r)
 			return omx_shm_ring_session(r) != session;
 	}

@@ -170,5 +170,6 @@ void omx_net_fault_stats(struct omx_net *wrapped, struct omx_fault_stats *out);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t omx_now_ns(void);
+uint64_t omx_now_coarse_ns(void); /* CLOCK_MONOTONIC_COARSE: a few ms resolution, much cheaper */
 
 #endif

@@ -1,0 +1,79 @@
+/*
+ * mpi_shm_pingpong.c - the MPI baseline of bench/same_host.sh (not a test): a ping-pong between
+ * ranks 0 and 1 measured like omx_perf, so that Open MPI's shared-memory transport (vader, with
+ * or without its CMA single copy) can be compared with omx on the same machine, in the same run.
+ *
+ *   mpirun -np 2 ... mpi_shm_pingpong <start> <end> <multiplier> <max-iterations> [-U]
+ *
+ * For each length from <start> (0 is followed by 1) while below <end>, times <multiplier>:
+ * warmup round trips (a tenth of the iterations, at least 10), then the timed ones. Iterations
+ * shrink for large lengths (about 1 GB moved per length, at least 20). Rank 1 answers with the
+ * same length, or with 0 bytes with -U (unidirectional, like omx_perf -U).
+ * Output on rank 0 (CSV, the columns of omx_perf -c): length,iterations,latency_us,bandwidth_MBps
+ * where latency is half a round trip and bandwidth counts both directions (one with -U).
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	int rank, size;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (argc < 5 || size != 2) {
+		if (rank == 0)
+			fprintf(stderr, "usage: mpirun -np 2 %s <start> <end> <multiplier> <max-iterations> [-U]\n",
+				argv[0]);
+		MPI_Finalize();
+		return 2;
+	}
+	unsigned long long start = strtoull(argv[1], NULL, 0), end = strtoull(argv[2], NULL, 0);
+	unsigned long long mult = strtoull(argv[3], NULL, 0), maxit = strtoull(argv[4], NULL, 0);
+	int unidir = argc > 5 && !strcmp(argv[5], "-U");
+	if (mult < 2)
+		mult = 2;
+	size_t largest = end > 1 ? (size_t)end : 1;
+	char *sbuf = malloc(largest), *rbuf = malloc(largest);
+	if (!sbuf || !rbuf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	memset(sbuf, 1, largest);
+	memset(rbuf, 0, largest);
+	if (rank == 0)
+		printf("length,iterations,latency_us,bandwidth_MBps\n");
+	for (unsigned long long len = start; len < end; len = len ? len * mult : 1) {
+		unsigned long long iters = 1000000000ull / (len + 1);
+		if (iters > maxit)
+			iters = maxit;
+		if (iters < 20)
+			iters = 20;
+		unsigned long long warm = iters / 10 < 10 ? 10 : iters / 10;
+		int n = (int)len, back = unidir ? 0 : (int)len;
+		double t0 = 0;
+		MPI_Barrier(MPI_COMM_WORLD);
+		for (unsigned long long i = 0; i < warm + iters; i++) {
+			if (i == warm)
+				t0 = MPI_Wtime();
+			if (rank == 0) {
+				MPI_Send(sbuf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+				MPI_Recv(rbuf, back, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			} else {
+				MPI_Recv(rbuf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				MPI_Send(sbuf, back, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+			}
+		}
+		double us = (MPI_Wtime() - t0) * 1e6;
+		if (rank == 0) {
+			double dirs = unidir ? 1.0 : 2.0;
+			printf("%llu,%llu,%.3f,%.2f\n", len, iters, us / dirs / (double)iters,
+			       dirs * (double)iters * (double)len / us);
+			fflush(stdout);
+		}
+	}
+	free(sbuf);
+	free(rbuf);
+	MPI_Finalize();
+	return 0;
+}

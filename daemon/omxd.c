@@ -29,13 +29,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "open-mx.h"
 #include "core/core.h"
+#include "core/counters.h"
 #include "net/broker.h"
 #include "net/net.h"
 
@@ -121,28 +121,6 @@ static int user_allowed(const struct client *c)
 	return 0;
 }
 
-/* Does process pid hold an flock on the file (dev, ino)? From /proc/locks. */
-static int pid_holds_flock(pid_t pid, dev_t dev, ino_t ino)
-{
-	FILE *f = fopen("/proc/locks", "r");
-	char line[256];
-	int found = 0;
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char kind[16];
-		int lpid;
-		unsigned maj, min;
-		unsigned long lino;
-		if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%lu", kind, &lpid, &maj, &min, &lino) == 5 &&
-		    !strcmp(kind, "FLOCK") && lpid == pid && lino == (unsigned long)ino && maj == major(dev) &&
-		    min == minor(dev))
-			found = 1;
-	}
-	fclose(f);
-	return found;
-}
-
 static unsigned grants_of(uid_t uid)
 {
 	unsigned n = 0;
@@ -212,11 +190,10 @@ static int check_and_open(struct client *c, int *sock, char *why, size_t whylen)
 		REFUSE(-EINVAL, "receive ring geometry refused (at most 256 MiB)");
 	if (c->uid != 0) {
 		char path[PATH_MAX];
-		struct stat st;
 		const uint8_t *m = info.mac;
 		snprintf(path, sizeof(path), "%s/omx-%02x%02x%02x%02x%02x%02x-%u.lock", cfg.lock_dir, m[0], m[1], m[2],
 			 m[3], m[4], m[5], rq->endpoint);
-		if (stat(path, &st) < 0 || !pid_holds_flock(c->pid, st.st_dev, st.st_ino))
+		if (omx__flock_holder(path) != c->pid)
 			REFUSE(-EACCES, "pid %d does not hold the slot lock %.100s (same OMX_LOCK_DIR as omxd?)",
 					(int)c->pid, path);
 		const struct client *h = grant_holder(info.ifindex, rq->endpoint);

@@ -26,10 +26,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -95,6 +97,7 @@ struct ofx_cq {
 	struct ofx_cq_err *err_head, *err_tail;
 	struct ofx_ep *eps[OFX_CQ_MAX_EPS];
 	int neps;
+	uint64_t idle_since; /* first of the current run of empty reads (0: the last one had entries) */
 };
 
 enum ofx_op_type { OP_SEND, OP_RECV, OP_UNEXP, OP_CONN };
@@ -197,11 +200,16 @@ static uint64_t now_ns(void)
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int omx_ready = -1; /* -1 not tried, 0 failed, 1 ok */
 static int ofx_verbose;   /* OMX_FI_VERBOSE: 1 endpoints, 2 refused hints, 3 all hints, 4 every operation */
+/* OMX_FI_YIELD_US: after polling a CQ in vain for this long, every further empty read yields the
+ * CPU. Open MPI's OFI MTL spins on fi_cq_read inside blocking sends without ever yielding, so with
+ * two ranks on one CPU a rendezvous (which needs the receiver to run) cost a scheduler time slice
+ * (~4 ms) per message. 0 = never yield. */
+static uint64_t yield_after_ns = 10000;
 
 #define OFX_TRACE(...)                                                                                          \
 	do {                                                                                                     \
 		if (ofx_verbose >= 4) {                                                                          \
-			fprintf(stderr, "omx-fi: %.6f ", (double)now_ns() * 1e-9);                               \
+			fprintf(stderr, "omx-fi: %.6f %d ", (double)now_ns() * 1e-9, (int)getpid());                               \
 			fprintf(stderr, __VA_ARGS__);                                                            \
 		}                                                                                                \
 	} while (0)
@@ -217,6 +225,9 @@ static int ofx_omx_init(void)
 		const char *t = getenv("OMX_FI_CONNECT_TIMEOUT");
 		if (t && atoi(t) > 0)
 			connect_timeout_ns = (uint64_t)atoi(t) * 1000000ull;
+		const char *y = getenv("OMX_FI_YIELD_US");
+		if (y)
+			yield_after_ns = (uint64_t)strtoull(y, NULL, 0) * 1000ull;
 	}
 	int ok = omx_ready;
 	pthread_mutex_unlock(&init_lock);
@@ -344,7 +355,19 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 			n++;
 		}
 	}
+	int yield = 0;
+	if (n == -FI_EAGAIN && yield_after_ns) {
+		uint64_t t = now_ns();
+		if (!cq->idle_since)
+			cq->idle_since = t;
+		else
+			yield = t - cq->idle_since >= yield_after_ns;
+	} else {
+		cq->idle_since = 0;
+	}
 	dom_unlock(cq->dom);
+	if (yield)
+		sched_yield();
 	return n;
 }
 

@@ -179,7 +179,7 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
 		r->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
 		r->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
 		if (!unexpected)
-			omx__large_recv_start(r);
+			ep->rndv_start = r; /* after the sequence bookkeeping: see recv_sequenced */
 		break;
 	}
 }
@@ -243,7 +243,7 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 			tmp->s.status.msg_length = len;
 			tmp->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
 			tmp->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
-			omx__send_notify(ep, tmp, 0);
+			ep->rndv_start = tmp; /* NOTIFY of length 0, after the sequence bookkeeping */
 		}
 		return 1;
 	}
@@ -400,6 +400,17 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 	}
 	p->next_match_seq = omx_seq_inc(p->next_match_seq);
 	message_received(p);
+	/* A matched (or discarded) RNDV starts only now, so that a NOTIFY sent at once (same-host
+	 * single copy, empty or discarded message) piggybacks the ack of the RNDV itself: sent
+	 * earlier, it did not, and the sender's completion waited for the delayed ack. */
+	union omx_request *start = ep->rndv_start;
+	ep->rndv_start = NULL;
+	if (start) {
+		if (start->s.state & OMX_RS_DONE)
+			omx__send_notify(ep, start, 0);
+		else
+			omx__large_recv_start(start);
+	}
 	if (notify && ep->wp.mode == OMX_WIRE_COMPAT && omx_list_empty(&p->partial_recvs))
 		omx__schedule_ack(p, 1, omx_now_ns());
 	if (!replay)

@@ -469,7 +469,7 @@ int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const s
 	int ok = nseg <= OMX_SHM_EXPORT_SEGS;
 	__atomic_store_n(&e->valid, (uint32_t)ok, __ATOMIC_RELEASE);
 	if (ok) {
-		__atomic_store_n(&e->pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
+		__atomic_store_n(&e->pid, own->pid, __ATOMIC_RELEASE); /* cached: no system call per export */
 		__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELEASE);
 		__atomic_store_n(&e->nseg, nseg, __ATOMIC_RELEASE);
 		__atomic_store_n(&e->total, total, __ATOMIC_RELEASE);

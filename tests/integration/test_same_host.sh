@@ -31,6 +31,24 @@ wait $C; C=$?
 for f in l0 l1 r0 r1; do tail -n 1 "$TMP/$f.log" | sed "s/^/  [$f] /"; done
 check "same-host pair: $N messages each way up to 1 MiB, intact and in order" test "$A$B" = 00
 check "remote pair on the same board at the same time" test "$C$D" = 00
+# Rendezvous-sized messages, one way (endpoint 0 sends, 1 only receives) and both ways at once,
+# round after round, completions polled (as MPI does: a blocking wait would flush owed acks). The
+# ack of each RNDV must ride on the receiver's NOTIFY: with 10-minute delayed-ack and resend
+# timers, a round that needed a delayed ack or a retransmission stalls, and the program gives up
+# after 30 s and says so.
+X="OMX_ACK_DELAY_MS=600000 OMX_RESEND_DELAY_MS=600000"
+for mode in "send recv" "both both"; do
+	for len in 8192 65536 1048576; do
+		set -- $mode
+		run0 env $X timeout 120 "$P" exchange 0 "$H0" 1 "$len" 200 "$1" >"$TMP/x0.log" 2>&1 &
+		A=$!
+		run0 env $X timeout 120 "$P" exchange 1 "$H0" 0 "$len" 200 "$2" >"$TMP/x1.log" 2>&1
+		B=$?
+		wait $A; A=$?
+		check "same-host rendezvous, 200 rounds of $len B ($1/$2), no delayed ack needed ($(cat "$TMP/x0.log" "$TMP/x1.log" | tr '\n' ' '))" \
+			test "$A$B" = 00
+	done
+done
 out=$(run0 timeout 30 "$P" connect "$H0" 9 -t 5000)
 check "connect to a closed same-host endpoint: NACKed at once ($out)" grep -q "Remote Endpoint is Closed" <<<"$out"
 finish

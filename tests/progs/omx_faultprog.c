@@ -7,6 +7,12 @@
  *   sendloop HOST EP [-n N] [-i ms]   connect, then N sends of 64 B / 4 KiB / 100 KiB in turn, one
  *                                     at a time; prints "status <i> <text>" whenever the status
  *                                     changes, and "done"; -r: reconnect after a failure
+ *   exchange EP HOST PEER_EP LEN N [both|send|recv]
+ *                                     open endpoint EP, connect to HOST:PEER_EP, then N rounds in
+ *                                     which both sides send LEN bytes to each other at once
+ *                                     (receive posted, send, poll both to completion), or one side
+ *                                     sends and the other receives; checks the data; prints
+ *                                     "exchanged N", or "stalled in round I" after 30 s
  *   inject IFACE DSTMAC [-n N] [-s seed]
  *                                     send N hostile frames (random bytes, truncated and mangled
  *                                     valid frames, unknown types, bad lengths, wrong sessions,
@@ -411,6 +417,85 @@ static int inject(int argc, char **argv)
 	return 0;
 }
 
+/* Poll (as MPI libraries do: a blocking wait would flush delayed acks before sleeping) for up to
+ * 30 s: longer is a stall, not a slow machine. */
+static int wait_long(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st)
+{
+	uint32_t res = 0;
+	for (int i = 0; i < 30 && !res; i++)
+		omx_wait(ep, req, st, &res, 1000);
+	return res;
+}
+
+static int poll_long(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st)
+{
+	uint32_t res = 0;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (omx_test(ep, req, st, &res) != OMX_SUCCESS)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!res && t.tv_sec - t0.tv_sec < 30);
+	return res;
+}
+
+static int exchange(int argc, char **argv)
+{
+	if (argc < 6)
+		return 2;
+	omx_endpoint_t ep = open_ep((uint32_t)atoi(argv[1]), 0x5EED);
+	size_t len = strtoul(argv[4], NULL, 0);
+	long rounds = atol(argv[5]);
+	const char *mode = argc > 6 ? argv[6] : "both";
+	int sending = strcmp(mode, "recv") != 0, receiving = strcmp(mode, "send") != 0;
+	uint64_t nic;
+	if (!lookup(argv[2], &nic))
+		return 1;
+	omx_endpoint_addr_t addr;
+	omx_return_t r = OMX_TIMEOUT;
+	for (int i = 0; i < 100 && r != OMX_SUCCESS; i++) {
+		r = omx_connect(ep, nic, (uint32_t)atoi(argv[3]), 0x5EED, 1000, &addr);
+		if (r != OMX_SUCCESS)
+			usleep(100000); /* the peer may not have opened its endpoint yet */
+	}
+	if (r != OMX_SUCCESS)
+		return printf("connect: %s\n", omx_strerror(r)), 1;
+	uint8_t *sbuf = malloc(len ? len : 1), *rbuf = malloc(len ? len : 1);
+	fill_pattern(sbuf, len);
+	for (long i = 0; i < rounds; i++) {
+		omx_request_t sr, rr;
+		omx_status_t ss = { 0 }, rs = { 0 };
+		memset(rbuf, 0, len);
+		if (receiving)
+			omx_irecv(ep, rbuf, len, 0xEC4A, ~0ull, NULL, &rr);
+		if (sending)
+			omx_isend(ep, sbuf, len, addr, 0xEC4A, NULL, &sr);
+		if ((sending && !poll_long(ep, &sr, &ss)) || (receiving && !poll_long(ep, &rr, &rs)))
+			return printf("stalled in round %ld\n", i), 1;
+		if ((sending && ss.code != OMX_SUCCESS) ||
+		    (receiving && (rs.code != OMX_SUCCESS || rs.xfer_length != len || memcmp(rbuf, sbuf, len))))
+			return printf("round %ld: send %s, receive %s, %u bytes\n", i, omx_strerror(ss.code),
+				      omx_strerror(rs.code), rs.xfer_length), 1;
+	}
+	/* One-way: the sender tells the receiver it is done, so that the receiver stays (and acks)
+	 * until then; blocking waits here. */
+	omx_request_t fr;
+	omx_status_t fs;
+	uint8_t fin = 0;
+	if (!strcmp(mode, "send"))
+		omx_isend(ep, &fin, 1, addr, 0xF1, NULL, &fr);
+	else if (!strcmp(mode, "recv"))
+		omx_irecv(ep, &fin, 1, 0xF1, ~0ull, NULL, &fr);
+	if (strcmp(mode, "both") && !wait_long(ep, &fr, &fs))
+		return printf("no end handshake\n"), 1;
+	printf("exchanged %ld\n", rounds);
+	omx_close_endpoint(ep);
+	free(sbuf);
+	free(rbuf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -429,6 +514,8 @@ int main(int argc, char **argv)
 		return recvcheck(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "resolve"))
 		return resolve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "exchange"))
+		return exchange(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))
 		return inject(argc - 1, argv + 1);
 	fprintf(stderr, "omx_faultprog: unknown command %s\n", argv[1]);

@@ -276,6 +276,28 @@ static void test_unexp_handler_and_self(void)
 	CHECK(omx_connect(A, nic_a, 0, 0x1234, 100, &self2) == OMX_SUCCESS);
 }
 
+/* A NOTIFY sent as soon as its RNDV is matched (nothing to pull: a receive buffer of 0 bytes, or
+ * the unexpected handler discarded the message) must carry the ack of that RNDV: with the
+ * delayed-ack and resend timers at an hour, a sender that needed either would never complete. */
+static void test_notify_acks_rndv(void)
+{
+	uint64_t ack = omx__cfg.ack_delay_ns, resend = omx__cfg.resend_delay_ns;
+	omx__cfg.ack_delay_ns = omx__cfg.resend_delay_ns = 3600ull * 1000000000ull;
+	static uint8_t big[100000];
+	omx_request_t sr, rr;
+	omx_status_t st;
+	CHECK(omx_irecv(B, NULL, 0, 0xA0, ~0ull, NULL, &rr) == OMX_SUCCESS);
+	CHECK(omx_isend(A, big, sizeof(big), a2b, 0xA0, NULL, &sr) == OMX_SUCCESS);
+	CHECK(wait_req(B, &rr, &st, 5000) && st.code == OMX_MESSAGE_TRUNCATED && st.xfer_length == 0);
+	CHECK(wait_req(A, &sr, &st, 5000) && st.code == OMX_MESSAGE_TRUNCATED && st.xfer_length == 0);
+	omx_register_unexp_handler(B, unexp_handler, NULL);
+	CHECK(omx_isend(A, big, sizeof(big), a2b, 0xD15CA4D, NULL, &sr) == OMX_SUCCESS);
+	CHECK(wait_req(A, &sr, &st, 5000) && st.code == OMX_MESSAGE_TRUNCATED && st.xfer_length == 0);
+	omx_register_unexp_handler(B, NULL, NULL);
+	omx__cfg.ack_delay_ns = ack;
+	omx__cfg.resend_delay_ns = resend;
+}
+
 /* Self communication for every size class, posted first and unexpected first, isend and issend. */
 static void test_self_sizes(void)
 {
@@ -446,6 +468,7 @@ int main(int argc, char **argv)
 		test_truncation_and_vectors();
 		test_matching_and_queues();
 		test_unexp_handler_and_self();
+		test_notify_acks_rndv();
 		test_self_sizes();
 		test_close_in_flight();
 		test_restart_session();

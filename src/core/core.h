@@ -46,6 +46,7 @@ struct omx_config {
 	int waitspin, waitintr, disable_self, connect_pollall;
 	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
 	uint32_t rx_ring_kb;       /* receive ring per endpoint */
+	uint32_t rx_split;         /* bytes of a frame the ring keeps (longer: split receive); 0 off */
 	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
 	uint64_t unexp_peer_max;   /* ... of which one partner may use */
 	int progress_thread;       /* asynchronous progress thread per endpoint */
@@ -487,6 +488,8 @@ void omx__handle_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__large_recv_start(union omx_request *r);
 void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+struct omx_net_split;
+int omx__recv_split(void *arg, const uint8_t *head, size_t head_len, size_t frame_len, struct omx_net_split *s);
 void omx__handle_nack_mcp(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__handle_notify(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt);
 void omx__pull_timers(struct omx_endpoint *ep, uint64_t now);

@@ -445,6 +445,7 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		/* Sized in frames of the interface MTU (+ slot headers): a window of mediums and 4 pull
 		 * blocks must fit, or bursts overflow it and cost a retransmission timeout. */
 		o.rx_ring_frames = (unsigned)(((uint64_t)omx__cfg.rx_ring_kb * 1024u) / (ep->board->iface.mtu + 128u));
+		o.rx_split = omx__cfg.rx_split;
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
 	}
 	if (!ep->net) {
@@ -479,6 +480,8 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 			return OMX_NO_SYSTEM_RESOURCES;
 		ep->net = w;
 	}
+	/* On the outermost transport only: a wrapper delivers split frames through its own callback. */
+	ep->net->split_fn = omx__recv_split;
 	return OMX_SUCCESS;
 }
 

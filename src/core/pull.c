@@ -330,34 +330,45 @@ static void copy_to_segs(union omx_request *r, uint32_t offset, const uint8_t *s
 	}
 }
 
-void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
+/* The pull a PULL_REPLY belongs to and the bit of its frame, if it is one we still miss (drops
+ * counted otherwise). */
+static struct omx_pull *pull_reply_check(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint32_t *block,
+					 uint64_t *bit)
 {
 	const struct omx_pkt_pull_reply *q = &pkt->u.pull_reply;
 	uint32_t R = ep->wp.pull_reply_max, B = ep->wp.pull_block_replies;
-	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
 	struct omx_pull *pl = pull_lookup(ep, q->dst_magic, q->dst_pull_handle, OMX_C_DROP_PULL_REPLY_BAD_MAGIC_ENDPOINT,
 					  OMX_C_DROP_PULL_REPLY_BAD_WIRE_HANDLE);
 	if (!pl)
-		return;
+		return NULL;
 	uint32_t f = q->msg_offset / R;
 	if (q->msg_offset % R || (uint8_t)f != q->frame_seqnum) {
 		omx__count(ep->board, OMX_C_DROP_PULL_REPLY_BAD_SEQNUM_WRAP);
-		return;
+		return NULL;
 	}
 	uint32_t b = f / B;
 	uint32_t expect = pl->total - q->msg_offset < R ? pl->total - q->msg_offset : R;
 	if (f >= pl->nframes || b < pl->first_block || b >= pl->next_block || q->frame_length != expect) {
 		omx__count(ep->board, OMX_C_DROP_PULL_REPLY_BAD_SEQNUM);
-		return;
+		return NULL;
 	}
-	uint64_t bit = 1ull << (f - b * B);
-	if (pl->frame_mask[b % PULL_WINDOW] & bit) {
+	*block = b;
+	*bit = 1ull << (f - b * B);
+	if (pl->frame_mask[b % PULL_WINDOW] & *bit) {
 		omx__count(ep->board, OMX_C_DROP_PULL_REPLY_DUPLICATE);
-		return;
+		return NULL;
 	}
+	return pl;
+}
+
+/* A missing frame of pl arrived (its payload already in place if placed). */
+static void pull_reply_accept(struct omx_endpoint *ep, struct omx_pull *pl, const struct omx_pkt *pkt, uint32_t b,
+			      uint64_t bit, int placed)
+{
+	const struct omx_pkt_pull_reply *q = &pkt->u.pull_reply;
 	pl->frame_mask[b % PULL_WINDOW] |= bit;
-	union omx_request *r = pl->req;
-	copy_to_segs(r, q->msg_offset, pkt->payload, q->frame_length, pl->total);
+	if (!placed)
+		copy_to_segs(pl->req, q->msg_offset, pkt->payload, q->frame_length, pl->total);
 	pl->received += q->frame_length;
 	pl->last_activity_ns = omx_now_ns();
 	if (pl->received >= pl->total) {
@@ -366,6 +377,54 @@ void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	}
 	if (block_complete(ep, pl, b))
 		block_done(ep, pl, b);
+}
+
+void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
+{
+	uint32_t b;
+	uint64_t bit;
+	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
+	struct omx_pull *pl = pull_reply_check(ep, pkt, &b, &bit);
+	if (pl)
+		pull_reply_accept(ep, pl, pkt, b, bit, 0);
+}
+
+/*
+ * Split receive (net.h): a large frame whose head is in the RX ring and whole frame in the
+ * socket. A PULL_REPLY we still miss, for a receive buffer of one segment, is read with its
+ * payload straight into that buffer: one copy in all (kernel to user), as TCP does, instead of
+ * kernel to ring to buffer. Anything else goes the ordinary way (returns 0).
+ */
+int omx__recv_split(void *arg, const uint8_t *head, size_t head_len, size_t frame_len, struct omx_net_split *s)
+{
+	struct omx_endpoint *ep = arg;
+	struct omx_pkt pkt;
+	/* For a PULL_REPLY the decoder reads only the 32 bytes of headers (checked to be in head); it
+	 * is given the frame's true length so that it validates the payload length against it. */
+	if (head_len < OMX_HEAD_LEN + OMX_BODY_PULL_REPLY_LEN || head[OMX_HEAD_LEN] != OMX_PT_PULL_REPLY ||
+	    omx_wire_decode(&ep->wp, head, frame_len, &pkt) != OMX_WIRE_OK)
+		return 0;
+	uint32_t b;
+	uint64_t bit;
+	union omx_request *r;
+	size_t hdr = (size_t)(pkt.payload - head);
+	struct omx_pull *pl = pull_reply_check(ep, &pkt, &b, &bit);
+	if (!pl || (r = pl->req)->s.nseg != 1 || hdr > head_len) {
+		omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
+		return pl ? 0 : 1; /* a drop (counted) is not worth reading */
+	}
+	uint8_t *dst = (uint8_t *)r->s.segs[0].ptr + pkt.u.pull_reply.msg_offset;
+	uint8_t hbuf[OMX_HEAD_LEN + OMX_BODY_PULL_REPLY_LEN], tail[64];
+	struct iovec iov[3] = { { hbuf, hdr }, { dst, pkt.payload_len }, { tail, sizeof(tail) } };
+	if (hdr > sizeof(hbuf))
+		return 0;
+	long n = omx_net_split_read(s, iov, 3);
+	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
+	if (n != (long)frame_len)
+		return 1; /* lost (the transport resynchronises); the pull asks again */
+	omx__count_add(ep->board, OMX_C_X_SPLIT_PLACED_BYTES, pkt.payload_len);
+	pull_reply_accept(ep, pl, &pkt, b, bit, 1);
+	return 1;
 }
 
 void omx__handle_nack_mcp(struct omx_endpoint *ep, const struct omx_pkt *pkt)

@@ -30,6 +30,20 @@ struct omx_net;
 
 /* Receive callback: frame is a view valid only during the call (points into the RX ring). */
 typedef void (*omx_net_rx_fn)(void *arg, const uint8_t *frame, size_t len);
+/*
+ * Split receive (AF_PACKET with opts.rx_split): a frame longer than the ring slots leaves only its
+ * head in the ring and waits whole in the socket (no copy in the kernel's receive path). The
+ * owner's split_fn (struct omx_net; same arg as recv_burst) is offered the head and may read the
+ * frame with omx_net_split_read into buffers of its choice (a payload straight to its final
+ * place) and return 1; if it returns 0 the transport reads the frame into a bounce buffer and
+ * delivers it to the ordinary callback. A frame returned 1 for but not read is dropped.
+ */
+struct omx_net_split;
+typedef int (*omx_net_split_fn)(void *arg, const uint8_t *head, size_t head_len, size_t frame_len,
+				struct omx_net_split *s);
+/* Read the whole frame into iov (once): its length, or -errno; -EPROTO if the frame waiting was
+ * not the one the head belongs to (nothing usable was read; the transport resynchronises). */
+long omx_net_split_read(struct omx_net_split *s, const struct iovec *iov, unsigned iovcnt);
 
 struct omx_net_ops {
 	/* Send one complete frame (Ethernet header included) gathered from iov. Frames shorter than
@@ -53,6 +67,7 @@ struct omx_net {
 	uint8_t mac[6];  /* source MAC for frames we send */
 	uint32_t mtu;    /* interface MTU (frames may be up to mtu + 14 bytes) */
 	int ifindex;
+	omx_net_split_fn split_fn; /* set by the owner, or NULL: split frames go through a bounce buffer */
 };
 
 struct omx_net_opts {
@@ -62,6 +77,9 @@ struct omx_net_opts {
 	int nack_responder;      /* receive NACKable frames for endpoints not open (filter not locked) */
 	const char *broker_path; /* omxd socket to ask when we may not open packet sockets; NULL: none */
 	int broker_always;       /* ask the broker even with CAP_NET_RAW */
+	unsigned rx_split;       /* ring slots hold this many bytes of a frame (longer ones are split:
+				  * see omx_net_split_fn); < 256 or >= the MTU: whole frames. Only for
+				  * sockets opened directly (not through omxd) */
 };
 
 /*
@@ -95,6 +113,9 @@ void omx_net_broker_forget_refusal(void);
 /* Frames lost by the kernel on this packet transport (ring full: PACKET_STATISTICS tp_drops) or
  * truncated in the ring, since open. Only for handles returned by omx_net_packet_open. */
 uint64_t omx_net_packet_drops(struct omx_net *n);
+/* Frames received split (head in the ring, frame read from the socket), and how many of them the
+ * owner placed itself (split_fn returned 1 and read them). 0 for other transports. */
+void omx_net_packet_split_stats(struct omx_net *n, uint64_t *split, uint64_t *placed);
 
 /* Same-host frames: a Unix datagram socket named after (board MAC, endpoint) in the abstract
  * namespace of the network namespace, plus (opts->shared) a shared-memory receive ring (shm/).

@@ -60,6 +60,19 @@ struct omx_net_packet {
 	uint64_t truncated; /* frames that did not fit their ring slot */
 	int broker_fd;      /* connection to omxd that holds our grant, or -1 */
 	struct sockaddr_ll dst;
+	/* split receive (opts.rx_split) */
+	int split;
+	uint8_t *bounce;        /* a whole frame, for split frames the owner does not place */
+	uint64_t split_frames, split_placed, split_resyncs;
+};
+
+static const struct omx_net_ops pkt_ops;
+
+struct omx_net_split {
+	struct omx_net_packet *p;
+	const uint8_t *head; /* the frame's head in the ring */
+	size_t head_len, frame_len;
+	int read;            /* 1 read, -1 failed (resync needed) */
 };
 
 static struct omx_net_packet *to_pkt(struct omx_net *n)
@@ -94,6 +107,71 @@ static inline struct tpacket2_hdr *pkt_slot(struct omx_net_packet *p, unsigned i
 	return (struct tpacket2_hdr *)(p->ring + (size_t)blk * p->block_size + (size_t)in * p->frame_size);
 }
 
+/* Throw away every frame waiting in the socket (after a mismatch between ring and socket). */
+static void split_resync(struct omx_net_packet *p)
+{
+	p->split_resyncs++;
+	while (recv(p->sock, NULL, 0, MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		;
+}
+
+long omx_net_split_read(struct omx_net_split *s, const struct iovec *iov, unsigned iovcnt)
+{
+	if (s->read)
+		return -EALREADY;
+	struct msghdr msg;
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = (struct iovec *)iov;
+	msg.msg_iovlen = iovcnt;
+	ssize_t n;
+	do
+		n = recvmsg(s->p->sock, &msg, MSG_DONTWAIT | MSG_TRUNC);
+	while (n < 0 && errno == EINTR);
+	s->read = -1;
+	if (n < 0)
+		return -errno;
+	/* The socket must hold the frame whose head the ring showed: same length, same first bytes. */
+	uint8_t first[64];
+	size_t k = s->head_len < sizeof(first) ? s->head_len : sizeof(first), got = 0;
+	for (unsigned i = 0; i < iovcnt && got < k; i++) {
+		size_t m = iov[i].iov_len < k - got ? iov[i].iov_len : k - got;
+		memcpy(first + got, iov[i].iov_base, m);
+		got += m;
+	}
+	if ((size_t)n != s->frame_len || got < k || memcmp(first, s->head, k))
+		return -EPROTO;
+	s->read = 1;
+	return (long)n;
+}
+
+/* A split frame: offer it to the owner, or read it into the bounce buffer and deliver it. */
+static int split_deliver(struct omx_net_packet *p, const uint8_t *head, size_t head_len, size_t frame_len,
+			 omx_net_rx_fn fn, void *arg)
+{
+	struct omx_net_split s = { p, head, head_len, frame_len, 0 };
+	p->split_frames++;
+	int taken = p->base.split_fn && p->base.split_fn(arg, head, head_len, frame_len, &s);
+	if (s.read == 1) {
+		p->split_placed += taken != 0;
+		return 1;
+	}
+	if (s.read < 0) { /* a mismatch (or a failed read): start again from an empty socket */
+		split_resync(p);
+		return 0;
+	}
+	if (taken) { /* not wanted: drop it */
+		(void)recv(p->sock, NULL, 0, MSG_DONTWAIT | MSG_TRUNC);
+		return 1;
+	}
+	struct iovec iov = { p->bounce, p->base.mtu + OMX_ETH_HLEN + 4 };
+	if (omx_net_split_read(&s, &iov, 1) < 0) {
+		split_resync(p);
+		return 0;
+	}
+	fn(arg, p->bounce, frame_len);
+	return 1;
+}
+
 static int pkt_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsigned max)
 {
 	struct omx_net_packet *p = to_pkt(n);
@@ -106,12 +184,21 @@ static int pkt_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsign
 			break;
 		if (status & TP_STATUS_LOSING)
 			losing = 1;
-		if ((status & TP_STATUS_COPY) || h->tp_snaplen < h->tp_len ||
-		    (size_t)h->tp_mac + h->tp_snaplen > p->frame_size) {
-			/* Truncated in the ring (never expected: slots are sized for mtu + headers). */
+		const uint8_t *frame = (const uint8_t *)h + h->tp_mac;
+		if ((size_t)h->tp_mac + h->tp_snaplen > p->frame_size) {
+			p->truncated++; /* malformed slot: never expected */
+		} else if (status & TP_STATUS_COPY) {
+			/* Split: the head here, the whole frame in the socket. */
+			if (p->split && h->tp_snaplen >= OMX_ETH_HLEN && h->tp_len <= p->base.mtu + OMX_ETH_HLEN + 4 &&
+			    split_deliver(p, frame, h->tp_snaplen, h->tp_len, fn, arg))
+				count++;
+			else
+				p->truncated++;
+		} else if (h->tp_snaplen < h->tp_len) {
+			/* Truncated without a copy (socket buffer full, or not splitting): lost. */
 			p->truncated++;
 		} else {
-			fn(arg, (const uint8_t *)h + h->tp_mac, h->tp_snaplen);
+			fn(arg, frame, h->tp_snaplen);
 			count++;
 		}
 		/* Hand the slot back only after fn is done reading it. */
@@ -154,7 +241,15 @@ static void pkt_close(struct omx_net *n)
 		close(p->sock);
 	if (p->broker_fd >= 0)
 		close(p->broker_fd);
+	free(p->bounce);
 	free(p);
+}
+
+void omx_net_packet_split_stats(struct omx_net *n, uint64_t *split, uint64_t *placed)
+{
+	struct omx_net_packet *p = n && n->ops == &pkt_ops ? to_pkt(n) : NULL;
+	*split = p ? p->split_frames : 0;
+	*placed = p ? p->split_placed : 0;
 }
 
 static const struct omx_net_ops pkt_ops = {
@@ -366,6 +461,31 @@ fail:
 	return ret;
 }
 
+/* A socket whose ring slots hold opts->rx_split bytes of a frame: longer frames are queued whole
+ * on the socket as well (PACKET_COPY_THRESH: a reference, no copy) as long as its receive buffer
+ * has room, which is sized like the ring would have been (SO_RCVBUFFORCE as root, else capped by
+ * net.core.rmem_max). *req is updated to the geometry used. */
+static int split_socket(int ifindex, uint8_t endpoint, const struct omx_net_opts *opts, struct tpacket_req *req,
+			uint32_t mtu)
+{
+	struct tpacket_req sreq;
+	omx_net_packet_ring_req(opts->rx_split, req->tp_frame_nr, &sreq);
+	int sock = omx_net_packet_socket(ifindex, endpoint, opts, &sreq);
+	if (sock < 0)
+		return sock;
+	int one = 1;
+	int rcvbuf = (int)((uint64_t)req->tp_frame_nr * (mtu + 256u) > (1u << 30) ? (1u << 30) :
+										  (uint64_t)req->tp_frame_nr * (mtu + 256u));
+	if (setsockopt(sock, SOL_PACKET, PACKET_COPY_THRESH, &one, sizeof(one)) < 0) {
+		close(sock);
+		return -EOPNOTSUPP;
+	}
+	if (setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		(void)setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	*req = sreq;
+	return sock;
+}
+
 struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const struct omx_net_opts *opts,
 				    int *err)
 {
@@ -394,6 +514,9 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	/* Directly with CAP_NET_RAW; through the broker (omxd) without it, or always if asked. */
 	if (opts->broker_path && opts->broker_always)
 		ret = -EPERM;
+	else if (opts->rx_split >= 256 && opts->rx_split < info.mtu &&
+		 (ret = split_socket(info.ifindex, endpoint, opts, &req, info.mtu)) >= 0)
+		p->split = 1;
 	else
 		ret = omx_net_packet_socket(info.ifindex, endpoint, opts, &req);
 	/* Whole-board sockets are root's only: do not bother the broker when it would refuse. */
@@ -417,7 +540,11 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 		ret = -errno;
 		goto fail;
 	}
-	/* Belt and braces: nothing should be in the plain receive queue (the ring takes all). */
+	if (p->split && !(p->bounce = malloc(info.mtu + OMX_ETH_HLEN + 4))) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	/* Belt and braces: nothing should be in the plain receive queue yet. */
 	{
 		uint8_t junk[64];
 		while (recv(p->sock, junk, sizeof(junk), MSG_DONTWAIT | MSG_TRUNC) >= 0)

@@ -31,6 +31,17 @@ for cfg in "extended 9000" "compat 9000" "extended 1500"; do
 	ENVS=(OMX_WIRE_MODE=$1)
 	check "sizes 32769..64 MiB both ways, $1 wire mode, MTU $2" pair "sizes-$1-$2" -z "$SIZES" -n 8 -w 2
 done
+# MTU 65535, whole frames in the receive ring, then split receive (OMX_RX_SPLIT: the ring keeps
+# 4 KiB of each frame, pull-reply payloads are read from the socket straight into the receive
+# buffer). The lossy runs below repeat with split receive at MTU 9000 (2 KiB kept in the ring).
+omx_netns_set_mtu 65535
+ENVS=(OMX_NONE=1)
+check "sizes 32769..64 MiB both ways, extended wire mode, MTU 65535" pair "sizes-65535" -z "$SIZES" -n 8 -w 2
+ENVS=(OMX_RX_SPLIT=4096)
+check "same with split receive" pair "sizes-65535-split" -z "$SIZES" -n 8 -w 2
+omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-split" 2>&1
+check "split receive placed payloads itself ($(grep 'Split Receive' "$TMP/counters-split" | tr -s ' '))" \
+	grep -qE "^[0-9]{3}: +[1-9][0-9]* Split Receive Placed Bytes" "$TMP/counters-split"
 omx_netns_set_mtu 9000
 ENVS=(OMX_NONE=1)
 check "$(omx_scale 2000) concurrent large messages both ways (16 in flight each way)" \
@@ -39,6 +50,8 @@ check "$(omx_scale 2000) concurrent large messages both ways (16 in flight each 
 for h in 0 1; do omx_nft_loss $h 5; omx_nft_dup $h 1; done
 ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 "OMX_FAULT=reorder=0.05,delay=0.01,delay_us=2000")
 check "large messages over 5% loss + 1% dup + reordering" pair lossy -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
+ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 OMX_RX_SPLIT=2048)
+check "same loss and duplication with split receive" pair lossy-split -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
 check "the loss rule dropped frames" test "$(omx_nft_count 1 loss)" -gt 100
 omx_nft_clear 0; omx_nft_clear 1
 

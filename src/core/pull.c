@@ -408,16 +408,18 @@ int omx__recv_split(void *arg, const uint8_t *head, size_t head_len, size_t fram
 	uint64_t bit;
 	union omx_request *r;
 	size_t hdr = (size_t)(pkt.payload - head);
-	struct omx_pull *pl = pull_reply_check(ep, &pkt, &b, &bit);
-	if (!pl || (r = pl->req)->s.nseg != 1 || hdr > head_len) {
-		omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
-		return pl ? 0 : 1; /* a drop (counted) is not worth reading */
-	}
-	uint8_t *dst = (uint8_t *)r->s.segs[0].ptr + pkt.u.pull_reply.msg_offset;
 	uint8_t hbuf[OMX_HEAD_LEN + OMX_BODY_PULL_REPLY_LEN], tail[64];
-	struct iovec iov[3] = { { hbuf, hdr }, { dst, pkt.payload_len }, { tail, sizeof(tail) } };
-	if (hdr > sizeof(hbuf))
+	if (hdr > sizeof(hbuf) || hdr > head_len)
 		return 0;
+	struct omx_pull *pl = pull_reply_check(ep, &pkt, &b, &bit);
+	if (!pl) {
+		omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
+		return 1; /* a drop (counted by the check) is not worth reading */
+	}
+	if ((r = pl->req)->s.nseg != 1)
+		return 0; /* scattered receive buffer: the ordinary way (it counts the frame) */
+	uint8_t *dst = (uint8_t *)r->s.segs[0].ptr + pkt.u.pull_reply.msg_offset;
+	struct iovec iov[3] = { { hbuf, hdr }, { dst, pkt.payload_len }, { tail, sizeof(tail) } };
 	long n = omx_net_split_read(s, iov, 3);
 	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
 	if (n != (long)frame_len)

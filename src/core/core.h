@@ -360,7 +360,6 @@ struct omx_endpoint {
 	/* large messages */
 	struct omx_region regions[OMX_REGION_MAX];
 	uint32_t large_sends;
-	union omx_request *rndv_start; /* RNDV matched by the frame being processed (recv.c) */
 	struct omx_pull *pulls[OMX_PULL_SLOTS];
 	uint32_t pull_gen[OMX_PULL_SLOTS];
 	struct omx_list pull_list;

@@ -142,7 +142,7 @@ static uint32_t pkt_msg_length(const struct omx_pkt *pkt)
 
 /* First packet of a message (in sequence): fill r (posted receive or new unexpected). */
 static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union omx_request *r,
-			  const struct omx_pkt *pkt, int unexpected)
+			  const struct omx_pkt *pkt, int unexpected, union omx_request **start)
 {
 	uint32_t len = pkt_msg_length(pkt);
 	r->s.partner = p;
@@ -179,7 +179,7 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
 		r->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
 		r->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
 		if (!unexpected)
-			ep->rndv_start = r; /* after the sequence bookkeeping: see recv_sequenced */
+			*start = r; /* after the sequence bookkeeping: see recv_sequenced */
 		break;
 	}
 }
@@ -214,13 +214,15 @@ void omx__unexp_uncharge(union omx_request *r)
 }
 
 /* New in-sequence message: match it, offer it to the handler, or queue it as unexpected.
- * Returns 0 if it could not be stored (the sender will retransmit). */
-static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt)
+ * Returns 0 if it could not be stored (the sender will retransmit). A matched or discarded RNDV
+ * is left in *start for the caller to start once the message is counted as received. */
+static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt,
+		       union omx_request **start)
 {
 	union omx_request *r;
 	uint32_t len = pkt_msg_length(pkt);
 	if (omx__match_posted(ep, pkt->u.msg.match, &r)) {
-		deliver_first(ep, p, r, pkt, 0);
+		deliver_first(ep, p, r, pkt, 0, start);
 		return 1;
 	}
 	/* Checked before the unexpected handler, which must see each message once. */
@@ -243,12 +245,12 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 			tmp->s.status.msg_length = len;
 			tmp->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
 			tmp->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
-			ep->rndv_start = tmp; /* NOTIFY of length 0, after the sequence bookkeeping */
+			*start = tmp; /* NOTIFY of length 0, after the sequence bookkeeping */
 		}
 		return 1;
 	}
 	if (omx__match_posted(ep, pkt->u.msg.match, &r)) {
-		deliver_first(ep, p, r, pkt, 0);
+		deliver_first(ep, p, r, pkt, 0, start);
 		return 1;
 	}
 	r = omx__req_alloc(ep, OMX_REQ_RECV);
@@ -261,7 +263,7 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 			return 0;
 		}
 	}
-	deliver_first(ep, p, r, pkt, 1);
+	deliver_first(ep, p, r, pkt, 1, start);
 	r->s.u.recv.unexp_charge = cost;
 	ep->unexp_bytes += cost;
 	p->unexp_bytes += cost;
@@ -360,6 +362,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 			   const uint8_t *frame, size_t len, int replay)
 {
 	int notify = pkt->ptype == OMX_PT_NOTIFY;
+	union omx_request *start = NULL; /* RNDV to start after the bookkeeping */
 	uint16_t s = notify ? pkt->u.notify.lib_seqnum : pkt->u.msg.lib_seqnum;
 	uint16_t piggy = notify ? pkt->u.notify.lib_piggyack : pkt->u.msg.lib_piggyack;
 
@@ -395,7 +398,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 	if (notify) {
 		omx__count(ep->board, OMX_C_RECV_NOTIFY);
 		omx__handle_notify(ep, p, pkt);
-	} else if (!new_message(ep, p, pkt)) {
+	} else if (!new_message(ep, p, pkt, &start)) {
 		return; /* not stored: do not advance, the sender retransmits */
 	}
 	p->next_match_seq = omx_seq_inc(p->next_match_seq);
@@ -403,8 +406,6 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 	/* A matched (or discarded) RNDV starts only now, so that a NOTIFY sent at once (same-host
 	 * single copy, empty or discarded message) piggybacks the ack of the RNDV itself: sent
 	 * earlier, it did not, and the sender's completion waited for the delayed ack. */
-	union omx_request *start = ep->rndv_start;
-	ep->rndv_start = NULL;
 	if (start) {
 		if (start->s.state & OMX_RS_DONE)
 			omx__send_notify(ep, start, 0);

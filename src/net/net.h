@@ -113,9 +113,6 @@ void omx_net_broker_forget_refusal(void);
 /* Frames lost by the kernel on this packet transport (ring full: PACKET_STATISTICS tp_drops) or
  * truncated in the ring, since open. Only for handles returned by omx_net_packet_open. */
 uint64_t omx_net_packet_drops(struct omx_net *n);
-/* Frames received split (head in the ring, frame read from the socket), and how many of them the
- * owner placed itself (split_fn returned 1 and read them). 0 for other transports. */
-void omx_net_packet_split_stats(struct omx_net *n, uint64_t *split, uint64_t *placed);
 
 /* Same-host frames: a Unix datagram socket named after (board MAC, endpoint) in the abstract
  * namespace of the network namespace, plus (opts->shared) a shared-memory receive ring (shm/).

@@ -63,10 +63,7 @@ struct omx_net_packet {
 	/* split receive (opts.rx_split) */
 	int split;
 	uint8_t *bounce;        /* a whole frame, for split frames the owner does not place */
-	uint64_t split_frames, split_placed, split_resyncs;
 };
-
-static const struct omx_net_ops pkt_ops;
 
 struct omx_net_split {
 	struct omx_net_packet *p;
@@ -110,7 +107,6 @@ static inline struct tpacket2_hdr *pkt_slot(struct omx_net_packet *p, unsigned i
 /* Throw away every frame waiting in the socket (after a mismatch between ring and socket). */
 static void split_resync(struct omx_net_packet *p)
 {
-	p->split_resyncs++;
 	while (recv(p->sock, NULL, 0, MSG_DONTWAIT | MSG_TRUNC) >= 0)
 		;
 }
@@ -149,12 +145,9 @@ static int split_deliver(struct omx_net_packet *p, const uint8_t *head, size_t h
 			 omx_net_rx_fn fn, void *arg)
 {
 	struct omx_net_split s = { p, head, head_len, frame_len, 0 };
-	p->split_frames++;
 	int taken = p->base.split_fn && p->base.split_fn(arg, head, head_len, frame_len, &s);
-	if (s.read == 1) {
-		p->split_placed += taken != 0;
+	if (s.read == 1)
 		return 1;
-	}
 	if (s.read < 0) { /* a mismatch (or a failed read): start again from an empty socket */
 		split_resync(p);
 		return 0;
@@ -243,13 +236,6 @@ static void pkt_close(struct omx_net *n)
 		close(p->broker_fd);
 	free(p->bounce);
 	free(p);
-}
-
-void omx_net_packet_split_stats(struct omx_net *n, uint64_t *split, uint64_t *placed)
-{
-	struct omx_net_packet *p = n && n->ops == &pkt_ops ? to_pkt(n) : NULL;
-	*split = p ? p->split_frames : 0;
-	*placed = p ? p->split_placed : 0;
 }
 
 static const struct omx_net_ops pkt_ops = {

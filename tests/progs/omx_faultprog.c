@@ -417,8 +417,7 @@ static int inject(int argc, char **argv)
 	return 0;
 }
 
-/* Poll (as MPI libraries do: a blocking wait would flush delayed acks before sleeping) for up to
- * 30 s: longer is a stall, not a slow machine. */
+/* Blocking wait for up to 30 s (the one-way end handshake). */
 static int wait_long(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st)
 {
 	uint32_t res = 0;
@@ -427,6 +426,8 @@ static int wait_long(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st)
 	return res;
 }
 
+/* Poll (as MPI libraries do: a blocking wait would flush delayed acks before sleeping) for up to
+ * 30 s: longer is a stall, not a slow machine. */
 static int poll_long(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st)
 {
 	uint32_t res = 0;

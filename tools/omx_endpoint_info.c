@@ -109,18 +109,12 @@ int main(int argc, char *argv[])
 		default: return tool_bad_option(c, optopt, argv[optind - 1], usage);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "Unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+	if (tool_no_arguments(argc, argv, usage))
 		return TOOL_FAIL;
-	}
 	if (tool_init(PROG) < 0)
 		return TOOL_FAIL;
-	if (only >= 0 && !omx__board((uint32_t)only)) {
-		fprintf(stderr, "Cannot find board #%d\n", only);
-		omx_finalize();
-		return TOOL_FAIL;
-	}
+	if (only >= 0 && !omx__board((uint32_t)only))
+		return tool_board_not_found("", only);
 	pthread_mutex_lock(&omx__g.lock);
 	omx__config_load_open();
 	pthread_mutex_unlock(&omx__g.lock);

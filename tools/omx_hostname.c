@@ -54,11 +54,8 @@ int main(int argc, char *argv[])
 		default: return tool_bad_option(c, optopt, argv[optind - 1], usage);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "Unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+	if (tool_no_arguments(argc, argv, usage))
 		return TOOL_FAIL;
-	}
 	if (name && !pf_valid_name(name)) {
 		fprintf(stderr, "Failed to change hostname, invalid name '%s' (1 to %d printable characters, no space)\n",
 			name, PF_NAME_MAX);
@@ -73,11 +70,8 @@ int main(int argc, char *argv[])
 	if (tool_init(PROG) < 0)
 		return TOOL_FAIL;
 	struct omx_board *b = omx__board((uint32_t)board);
-	if (!b) {
-		fprintf(stderr, "Cannot find board #%d\n", board);
-		omx_finalize();
-		return TOOL_FAIL;
-	}
+	if (!b)
+		return tool_board_not_found("", board);
 	tool_mac_text(b->iface.mac, mac);
 	if ((!name && !clear) || verbose)
 		printf("Board #%d (%s %s) hostname was %s\n", board, b->iface.name, mac, b->hostname);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "open-mx.h"
+#include "omx_tool.h"
 #include "core/core.h" /* peer table, interface details and configuration (no public API) */
 
 #ifndef OMX_VERSION
@@ -197,7 +198,6 @@ int main(int argc, char *argv[])
 	};
 	int c, verb = 1, only = -1;
 	uint32_t board_max = 0, endpoint_max = 0, count = 0;
-	omx_return_t r;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":b:qvh", longopts, NULL)) != -1) {
@@ -230,18 +230,11 @@ int main(int argc, char *argv[])
 			return 255;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "Unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 255;
-	}
+	if (tool_no_arguments(argc, argv, usage))
+		return TOOL_FAIL;
 
-	omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
-	r = omx_init();
-	if (r != OMX_SUCCESS) {
-		fprintf(stderr, "omx_info: failed to initialize the library: %s\n", omx_strerror(r));
-		return 255;
-	}
+	if (tool_init("omx_info") < 0)
+		return TOOL_FAIL;
 	/* The open-time configuration (wire mode, thresholds, endpoint maximum) is normally read at
 	 * the first endpoint open; read it now to show the effective values. */
 	pthread_mutex_lock(&omx__g.lock);
@@ -252,11 +245,8 @@ int main(int argc, char *argv[])
 	omx_get_info(NULL, OMX_INFO_ENDPOINT_MAX, NULL, 0, &endpoint_max, sizeof(endpoint_max));
 	omx_get_info(NULL, OMX_INFO_BOARD_COUNT, NULL, 0, &count, sizeof(count));
 
-	if (only >= 0 && !omx__board((uint32_t)only)) {
-		fprintf(stderr, "omx_info: Cannot find board #%d\n", only);
-		omx_finalize();
-		return 255;
-	}
+	if (only >= 0 && !omx__board((uint32_t)only))
+		return tool_board_not_found("omx_info: ", only);
 
 	if (verb)
 		printf("Open-MX version %s\n build: %s\n\n", OMX_VERSION, OMX_BUILD_INFO);

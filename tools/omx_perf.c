@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "open-mx.h"
+#include "omx_tool.h"
 #include "core/core.h" /* only to let the server linger until its last replies are acknowledged */
 
 #define PERF_KEY 0x12345678u
@@ -596,11 +597,8 @@ int main(int argc, char *argv[])
 			return 255;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "Unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 255;
-	}
+	if (tool_no_arguments(argc, argv, usage))
+		return TOOL_FAIL;
 	if (!opt.dest && client_only)
 		die("option -%c is a client option (needs -d <hostname>)", client_only);
 	if (opt.dest && opt.slave)

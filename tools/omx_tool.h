@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "open-mx.h"
 
@@ -52,6 +53,25 @@ static inline int tool_bad_option(int c, int optopt_, const char *arg, void (*us
 	else
 		fprintf(stderr, "Unknown option %s\n", arg);
 	usage(stderr);
+	return TOOL_FAIL;
+}
+
+/* After the options: an argument left over is an error (the line, then the usage on stderr). */
+static inline int tool_no_arguments(int argc, char **argv, void (*usage)(FILE *))
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, "Unexpected argument '%s'\n", argv[optind]);
+	usage(stderr);
+	return TOOL_FAIL;
+}
+
+/* A board number given with -b that the library does not have (after tool_init): the line,
+ * the library finalized, the exit status. prefix: "" or "<tool>: ". */
+static inline int tool_board_not_found(const char *prefix, int board)
+{
+	fprintf(stderr, "%sCannot find board #%d\n", prefix, board);
+	omx_finalize();
 	return TOOL_FAIL;
 }
 

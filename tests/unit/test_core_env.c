@@ -16,16 +16,7 @@
 #include "core/testhooks.h"
 #include "net/net.h"
 
-static int passed, failed;
-#define CHECK(c)                                                                                                \
-	do {                                                                                                    \
-		if (c)                                                                                          \
-			passed++;                                                                               \
-		else {                                                                                          \
-			failed++;                                                                               \
-			fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c);                                     \
-		}                                                                                               \
-	} while (0)
+#include "unit_check.h"
 
 static omx_endpoint_t ep;
 static atomic_int wait_returned, wait_result = -1;
@@ -52,9 +43,8 @@ static void *waiter(void *a)
 int main(void)
 {
 	char dir[] = "/tmp/omx-test-XXXXXX";
-	if (!mkdtemp(dir))
+	if (unit_lock_dir(dir) < 0)
 		return 2;
-	setenv("OMX_LOCK_DIR", dir, 1);
 	setenv("OMX_IFACES", "mem0", 1);
 	setenv("OMX_PROCESS_BINDING", "1,0", 1); /* endpoint 0 -> CPU 1, endpoint 1 -> CPU 0 */
 	setenv("OMX_WAITINTR", "1", 1);
@@ -101,9 +91,5 @@ int main(void)
 	omx_close_endpoint(e0);
 	omx_finalize();
 	omx_memnet_destroy(hub);
-	char cmd[64];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return unit_finish(dir);
 }

@@ -17,16 +17,8 @@
 #include "core/counters.h"
 #include "core/testhooks.h"
 
-static int passed, failed;
-#define CHECK(c)                                                                             \
-	do {                                                                                 \
-		if (c)                                                                       \
-			passed++;                                                            \
-		else {                                                                       \
-			failed++;                                                            \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);         \
-		}                                                                            \
-	} while (0)
+#define UNIT_PUMP pump
+#include "unit_check.h"
 
 #define PEER_MAX_KB 256
 #define EP_MAX_KB 1024
@@ -48,19 +40,6 @@ static void pump_ms(int ms)
 	uint64_t end = omx_now_ns() + (uint64_t)ms * 1000000u;
 	while (omx_now_ns() < end)
 		pump();
-}
-
-static int wait_req(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st, int max_ms)
-{
-	uint32_t res = 0;
-	uint64_t end = omx_now_ns() + (uint64_t)max_ms * 1000000ull;
-	while (omx_now_ns() < end) {
-		omx_test(ep, req, st, &res);
-		if (res)
-			return 1;
-		pump();
-	}
-	return 0;
 }
 
 static void fill(uint8_t *b, size_t n, uint64_t seed)
@@ -131,9 +110,8 @@ static unsigned unexp_count(omx_endpoint_t ep)
 int main(void)
 {
 	char dir[] = "/tmp/omx-test-XXXXXX";
-	if (!mkdtemp(dir))
+	if (unit_lock_dir(dir) < 0)
 		return 2;
-	setenv("OMX_LOCK_DIR", dir, 1);
 	setenv("OMX_IFACES", "mem0,mem1,mem2", 1);
 	setenv("OMX_HOSTNAME", "unit", 1);
 	setenv("OMX_RESEND_DELAY_MS", "20", 1);
@@ -209,10 +187,5 @@ int main(void)
 	CHECK(omx_close_endpoint(C) == OMX_SUCCESS);
 	CHECK(omx_finalize() == OMX_SUCCESS);
 	omx_memnet_destroy(hub);
-	char cmd[64];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cleanup of %s failed\n", dir);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return unit_finish(dir);
 }

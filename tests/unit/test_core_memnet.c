@@ -14,16 +14,8 @@
 #include "core/core.h"
 #include "core/testhooks.h"
 
-static int passed, failed;
-#define CHECK(c)                                                                                                \
-	do {                                                                                                    \
-		if (c)                                                                                          \
-			passed++;                                                                               \
-		else {                                                                                          \
-			failed++;                                                                               \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                            \
-		}                                                                                               \
-	} while (0)
+#define UNIT_PUMP pump
+#include "unit_check.h"
 
 static omx_endpoint_t A, B;
 static omx_endpoint_addr_t a2b, b2a;
@@ -41,20 +33,6 @@ static void pump(void)
 {
 	omx_progress(A);
 	omx_progress(B);
-}
-
-/* Wait for a request on ep while progressing both endpoints (single thread). */
-static int wait_req(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st, int max_ms)
-{
-	uint32_t res = 0;
-	uint64_t end = omx_now_ns() + (uint64_t)max_ms * 1000000ull;
-	while (omx_now_ns() < end) {
-		omx_test(ep, req, st, &res);
-		if (res)
-			return 1;
-		pump();
-	}
-	return 0;
 }
 
 static void fill(uint8_t *b, size_t n, uint64_t seed)
@@ -443,9 +421,8 @@ int main(int argc, char **argv)
 {
 	int faults = argc > 1 && !strcmp(argv[1], "faults");
 	char dir[] = "/tmp/omx-test-XXXXXX";
-	if (!mkdtemp(dir))
+	if (unit_lock_dir(dir) < 0)
 		return 2;
-	setenv("OMX_LOCK_DIR", dir, 1);
 	setenv("OMX_IFACES", "mem0,mem1", 1);
 	setenv("OMX_HOSTNAME", "unit", 1);
 	setenv("OMX_RESEND_DELAY_MS", "20", 1);
@@ -489,9 +466,5 @@ int main(int argc, char **argv)
 	CHECK(omx_close_endpoint(B) == OMX_SUCCESS);
 	CHECK(omx_finalize() == OMX_SUCCESS);
 	omx_memnet_destroy(hub);
-	char cmd[64];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return unit_finish(dir);
 }

@@ -7,16 +7,7 @@
 
 #include "core/seqnum.h"
 
-static int passed, failed;
-#define CHECK(c)                                                                                                \
-	do {                                                                                                    \
-		if (c)                                                                                          \
-			passed++;                                                                               \
-		else {                                                                                          \
-			failed++;                                                                               \
-			fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c);                                     \
-		}                                                                                               \
-	} while (0)
+#include "unit_check.h"
 
 /* The ack rule of wire.md 7.2: value A acks sends [U, A) if 0 < A-U <= N-U. */
 static int ack_accepted(uint16_t a, uint16_t u, uint16_t n)
@@ -67,6 +58,5 @@ int main(void)
 	/* session numbers differ: 0x4001 and 0x0001 are in different sessions */
 	CHECK(omx_seq_sesnum(0x4001) != omx_seq_sesnum(0x0001));
 	CHECK(omx_seq_sesnum((uint16_t)((0xC000 + OMX_SESNUM_ONE) & OMX_SESNUM_MASK)) == 0);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return unit_finish(NULL);
 }

@@ -17,17 +17,7 @@
 #define THREADS 3
 #define PER_THREAD 600
 
-static int failed;
-static int passed;
-#define CHECK(c)                                                                                                \
-	do {                                                                                                    \
-		if (c)                                                                                          \
-			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED);                                       \
-		else {                                                                                          \
-			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);                                       \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                            \
-		}                                                                                               \
-	} while (0)
+#include "unit_check.h"
 
 struct side {
 	omx_endpoint_t ep;
@@ -105,9 +95,8 @@ static void *waker_target(void *a)
 int main(void)
 {
 	char dir[] = "/tmp/omx-test-XXXXXX";
-	if (!mkdtemp(dir))
+	if (unit_lock_dir(dir) < 0)
 		return 2;
-	setenv("OMX_LOCK_DIR", dir, 1);
 	setenv("OMX_IFACES", "mem0,mem1", 1);
 	setenv("OMX_RESEND_DELAY_MS", "50", 1);
 	struct omx_memnet *hub = omx_memnet_create();
@@ -159,9 +148,5 @@ int main(void)
 	CHECK(omx_close_endpoint(S[1].ep) == OMX_SUCCESS);
 	omx_finalize();
 	omx_memnet_destroy(hub);
-	char cmd[64];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return unit_finish(dir);
 }

@@ -1,0 +1,69 @@
+/*
+ * unit_check.h - what the core's unit tests share (header only: each test is one program).
+ *
+ * CHECK(c): counts a pass, or prints the failed condition with its place and counts a failure
+ * (atomically: threaded tests check from several threads). unit_lock_dir() makes the private
+ * OMX_LOCK_DIR of a test, unit_finish() removes it, prints "N passed, M failed" and gives the
+ * exit status. A test that defines UNIT_PUMP (a function progressing all its endpoints) also
+ * gets wait_req(): wait for a request while pumping, single-threaded.
+ */
+#ifndef OMX_UNIT_CHECK_H
+#define OMX_UNIT_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int passed, failed;
+
+#define CHECK(c)                                                                                                \
+	do {                                                                                                    \
+		if (c)                                                                                          \
+			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED);                                       \
+		else {                                                                                          \
+			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);                                       \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                            \
+		}                                                                                               \
+	} while (0)
+
+/* mkdtemp into dir (a "/tmp/omx-test-XXXXXX" buffer) and export it as OMX_LOCK_DIR; 0 or -1. */
+static inline int unit_lock_dir(char *dir)
+{
+	if (!mkdtemp(dir))
+		return -1;
+	setenv("OMX_LOCK_DIR", dir, 1);
+	return 0;
+}
+
+static inline int unit_finish(const char *dir)
+{
+	if (dir) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", dir);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
+
+#ifdef UNIT_PUMP
+#include <stdint.h>
+#include "open-mx.h"
+#include "net/net.h" /* omx_now_ns */
+static void UNIT_PUMP(void);
+/* Wait for a request on ep while progressing every endpoint of the test (single thread). */
+static inline int wait_req(omx_endpoint_t ep, omx_request_t *req, omx_status_t *st, int max_ms)
+{
+	uint32_t res = 0;
+	uint64_t end = omx_now_ns() + (uint64_t)max_ms * 1000000ull;
+	while (omx_now_ns() < end) {
+		omx_test(ep, req, st, &res);
+		if (res)
+			return 1;
+		UNIT_PUMP();
+	}
+	return 0;
+}
+#endif
+
+#endif

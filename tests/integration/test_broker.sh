@@ -35,9 +35,7 @@ omx_netns_setup 2 9000 || { ko "namespace setup"; finish; }
 omx_netns_peers_file "$TMP/peers"
 chmod 644 "$TMP/peers"
 for i in 0 1; do mkdir -p "$TMP/lock$i"; chmod 1777 "$TMP/lock$i"; done
-# failed_cleanly RC : non-zero, not a timeout (124) and not a death by signal (129..192)
-failed_cleanly() { [ "$1" != 0 ] && [ "$1" != 124 ] && { [ "$1" -lt 129 ] || [ "$1" -gt 192 ]; }; }
-export -f failed_cleanly
+export -f failed_cleanly # (lib/omx.sh) for the bash -c below
 BENV() { echo "$(omx_env "$1") OMX_BROKER=$TMP/omxd.$1.sock"; }
 
 start_omxd() { # start_omxd I : omxd for host I, log in $TMP/omxd.I.log, pid in OMXD_PID[I]

@@ -13,33 +13,8 @@ PERF="$OMX_BUILD/tools/omx_perf"
 INFO="$OMX_BUILD/tools/omx_info"
 # shellcheck source=lib/netns.sh
 source "$HERE/lib/netns.sh"
-
-PASS=0
-FAIL=0
-TMP=$(mktemp -d /tmp/omx-perf.XXXXXX)
-omx_at_exit 'rm -rf "$TMP"'
-
-ok() {
-	PASS=$((PASS + 1))
-	echo "PASS: $*"
-}
-ko() {
-	FAIL=$((FAIL + 1))
-	echo "FAIL: $*"
-}
-check() { # check DESCRIPTION CMD... : passes iff CMD succeeds
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else ko "$d"; fi
-}
-cond() { eval "$1"; } # cond 'SHELL CONDITION' : for compound conditions under check
-# failed_cleanly RC : non-zero, and not a death by signal (129..192)
-failed_cleanly() { [ "$1" != 0 ] && { [ "$1" -lt 129 ] || [ "$1" -gt 192 ]; }; }
-finish() {
-	echo "$PASS passed, $FAIL failed"
-	[ "$FAIL" = 0 ]
-	exit $?
-}
+# shellcheck source=lib/omx.sh
+source "$HERE/lib/omx.sh" # TMP, ok/ko/check/cond/failed_cleanly/finish
 
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: needs root"

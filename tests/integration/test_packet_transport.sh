@@ -11,30 +11,8 @@ OMX_BUILD=${OMX_BUILD:?set OMX_BUILD to the build directory}
 ECHO="$OMX_BUILD/tests/net_echo"
 # shellcheck source=lib/netns.sh
 source "$HERE/lib/netns.sh"
-
-PASS=0
-FAIL=0
-TMP=$(mktemp -d /tmp/omx-pkt.XXXXXX)
-omx_at_exit 'rm -rf "$TMP"'
-
-ok() {
-	PASS=$((PASS + 1))
-	echo "PASS: $*"
-}
-ko() {
-	FAIL=$((FAIL + 1))
-	echo "FAIL: $*"
-}
-check() { # check DESCRIPTION CMD... : passes iff CMD succeeds
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else ko "$d"; fi
-}
-finish() {
-	echo "$PASS passed, $FAIL failed"
-	[ "$FAIL" = 0 ]
-	exit $?
-}
+# shellcheck source=lib/omx.sh
+source "$HERE/lib/omx.sh" # TMP, ok/ko/check/finish
 
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: needs root"

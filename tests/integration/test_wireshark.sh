@@ -14,13 +14,10 @@ OMX_SRC=${OMX_SRC:-$(cd "$HERE/../.." && pwd)}
 T="$OMX_BUILD/tools"
 LUA="$OMX_SRC/tools/wireshark/omx.lua"
 
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "PASS: $*"; }
-ko() { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else ko "$d"; fi; }
-cond() { eval "$1"; }
-finish() { echo "$PASS passed, $FAIL failed"; [ "$FAIL" = 0 ]; exit $?; }
+# shellcheck source=lib/netns.sh
+source "$HERE/lib/netns.sh"
+# shellcheck source=lib/omx.sh
+source "$HERE/lib/omx.sh" # TMP (kept with OMX_KEEP_TMP=1), ok/ko/check/cond/finish
 
 for tool in tshark tcpdump; do
 	if ! command -v "$tool" >/dev/null; then
@@ -34,10 +31,6 @@ if [ "$(id -u)" != 0 ]; then
 	echo "0 passed, 0 failed"
 	exit 0
 fi
-# shellcheck source=lib/netns.sh
-source "$HERE/lib/netns.sh"
-TMP=$(mktemp -d /tmp/omx-wsh.XXXXXX)
-omx_at_exit "${KEEP_TMP:+true} rm -rf $TMP"
 
 # tshark as root runs Lua plugins on Debian (init.lua run_user_scripts_when_superuser = true);
 # the "Running as user root" notice goes to stderr.

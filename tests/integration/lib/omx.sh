@@ -3,6 +3,8 @@
 #   omx_run_pair NAME CMD0 -- CMD1   run CMD0 in host 0 and CMD1 in host 1 concurrently (with
 #                      omx_env), logs in $TMP/NAME.{0,1}.log; returns non-zero if either fails
 #   ok / ko / check / finish        counting assertions; finish prints "N passed, M failed"
+#   cond 'SHELL CONDITION'           a compound condition as one command, for check
+#   failed_cleanly RC                non-zero, not a timeout (124) and not a death by signal (129..192)
 OMX_BUILD=${OMX_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/build}
 PASS=0
 FAILS=0
@@ -12,6 +14,8 @@ ok() { PASS=$((PASS + 1)); echo "ok   - $*"; }
 ko() { FAILS=$((FAILS + 1)); echo "FAIL - $*"; }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else ko "$what"; fi; }
 finish() { echo "$PASS passed, $FAILS failed"; [ "$FAILS" = 0 ]; exit $?; }
+cond() { eval "$1"; }
+failed_cleanly() { [ "$1" != 0 ] && [ "$1" != 124 ] && { [ "$1" -lt 129 ] || [ "$1" -gt 192 ]; }; }
 # Slower under sanitizers: scale message counts down there.
 omx_scale() { case "${OMX_SANITIZE:-}" in address) echo $(($1 / 4));; thread) echo $(($1 / 10));; *) echo "$1";; esac; }
 omx_env() {

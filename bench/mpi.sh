@@ -140,25 +140,9 @@ mpi_setup "$FIDIR" || die "cannot set up addresses and the launch agent"
 	echo "collectives: ${COLL[*]}"
 } >"$OUT/mpi_meta.txt"
 
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-# as bench/run.sh: wait until the machine is idle (< 0.25 CPU busy over 1 s) before each job
-machine_busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 QUIET_WAIT=${OMX_BENCH_QUIET_WAIT:-30}
-wait_quiet() {
-	local t b0 b1
-	for ((t = 0; t < QUIET_WAIT; t++)); do
-		b0=$(machine_busy)
-		sleep 1
-		b1=$(machine_busy)
-		if [ $(((b1 - b0) * 4)) -lt "$HZ" ]; then
-			[ "$t" = 0 ] || log "machine idle after $t s"
-			return 0
-		fi
-		[ "$t" = 0 ] && log "other processes busy ($(((b1 - b0) * 100 / HZ))% of a CPU): waiting up to $QUIET_WAIT s"
-	done
-	log "machine still busy after $QUIET_WAIT s: measuring anyway (see other_cpus in mpi.csv)"
-	echo "run $1 $2: started while other processes were busy" >>"$OUT/mpi_meta.txt"
-}
+# shellcheck source=lib_quiet.sh
+source "$HERE/lib_quiet.sh" # machine_busy, wait_quiet (as bench/run.sh)
 
 SEQ=0
 # job RUN TRANSPORT TEST NP HOSTS [mpi_bench args]: one mpirun; its CSV rows go to mpi.csv.
@@ -169,7 +153,7 @@ job() {
 	local tag
 	tag=$(printf 'mpi-%03d-%s-%s' "$SEQ" "$t" "$test")
 	local L=$OUT/logs/$tag
-	wait_quiet "$run" "$t $test"
+	wait_quiet "$OUT/mpi_meta.txt" "run $run $t $test" "see other_cpus in mpi.csv"
 	: >"$TMP/$tag.hosts"
 	for hs in $hosts; do
 		h=${hs%%:*}

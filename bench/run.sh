@@ -147,28 +147,9 @@ bytes_moved() { # start end mult iters warmup unidir transport
 	echo "$sum"
 }
 
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-# busy jiffies of the whole machine (user nice system irq softirq steal)
-machine_busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
-
-# Other work on this 2-core machine distorts busy-polling figures badly: before each block of
-# measurements wait (up to QUIET_WAIT s) until the machine is idle (< 0.25 CPU busy over 1 s).
 QUIET_WAIT=${OMX_BENCH_QUIET_WAIT:-120}
-wait_quiet() {
-	local t b0 b1
-	for ((t = 0; t < QUIET_WAIT; t++)); do
-		b0=$(machine_busy)
-		sleep 1
-		b1=$(machine_busy)
-		if [ $(((b1 - b0) * 4)) -lt "$HZ" ]; then
-			[ "$t" = 0 ] || log "machine idle after $t s"
-			return 0
-		fi
-		[ "$t" = 0 ] && log "other processes busy ($(((b1 - b0) * 100 / HZ))% of a CPU): waiting up to $QUIET_WAIT s"
-	done
-	log "machine still busy after $QUIET_WAIT s: measuring anyway (see machine_busy_s in cpu.csv)"
-	echo "MTU $1 run $2: started while other processes were busy" >>"$OUT/meta.txt"
-}
+# shellcheck source=lib_quiet.sh
+source "$HERE/lib_quiet.sh" # machine_busy, wait_quiet: an idle machine before each block
 
 SEQ=0
 # run_one RUN MTU TRANSPORT MODE PATTERN SIZE-ARGS...  (SIZE-ARGS: -S s -E e -M m -N n -W w)
@@ -256,7 +237,7 @@ for mtu in $MTUS; do
 	omx_netns_set_mtu "$mtu" || die "cannot set MTU $mtu"
 	omx_netns_wait_up || die "link not up at MTU $mtu"
 	for ((r = 1; r <= RUNS; r++)); do
-		wait_quiet "$mtu" "$r"
+		wait_quiet "$OUT/meta.txt" "MTU $mtu run $r" "see machine_busy_s in cpu.csv"
 		log "MTU $mtu run $r/$RUNS ($(($(date +%s) - T0)) s so far)"
 		for grp in SMALL MID LARGE; do
 			declare -n G=$grp

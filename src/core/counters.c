@@ -156,24 +156,29 @@ int omx__flock_holder(const char *path)
 	if (!f)
 		return 0;
 	char line[256];
-	int pid = 0;
+	int pid = 0, p;
+	dev_t dev;
+	unsigned long ino;
 	while (fgets(line, sizeof(line), f)) {
-		char kind[16];
-		int p;
-		unsigned maj, min;
-		unsigned long ino;
-		/* "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF" (blocked waiters have "->") */
-		if (strstr(line, "->"))
-			continue;
-		if (sscanf(line, "%*[^:]: %15s %*s %*s %d %x:%x:%lu", kind, &p, &maj, &min, &ino) == 5 &&
-		    !strcmp(kind, "FLOCK") && ino == (unsigned long)st.st_ino &&
-		    makedev(maj, min) == st.st_dev) {
+		if (omx__proc_locks_flock(line, &p, &dev, &ino) && ino == (unsigned long)st.st_ino && dev == st.st_dev) {
 			pid = p > 0 ? p : 1;
 			break;
 		}
 	}
 	fclose(f);
 	return pid;
+}
+
+int omx__proc_locks_flock(const char *line, int *pid, dev_t *dev, unsigned long *ino)
+{
+	char kind[16];
+	unsigned maj, min;
+	/* "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF" (blocked waiters have "->") */
+	if (strstr(line, "->") ||
+	    sscanf(line, "%*[^:]: %15s %*s %*s %d %x:%x:%lu", kind, pid, &maj, &min, ino) != 5 || strcmp(kind, "FLOCK"))
+		return 0;
+	*dev = makedev(maj, min);
+	return 1;
 }
 
 static int view_cmp(const void *a, const void *b)

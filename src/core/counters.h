@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define OMX_COUNTERS_MAGIC 0x43584d4fu
 #define OMX_COUNTERS_VERSION 1u
@@ -104,5 +105,8 @@ int omx__counters_scan(const char *dir, const uint8_t mac[6], int writable, stru
 void omx__counters_unmap(struct omx_counters_view *v, int n);
 /* pid holding a flock on path (from /proc/locks), 0 if none, -errno if path is missing. */
 int omx__flock_holder(const char *path);
+/* One line of /proc/locks: 1 if it is a held FLOCK (not a blocked waiter), with its pid and the
+ * device and inode of the locked file; else 0. */
+int omx__proc_locks_flock(const char *line, int *pid, dev_t *dev, unsigned long *ino);
 
 #endif

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 #include "core/testhooks.h"
 
 #define NACKS_PER_SECOND 2000
@@ -58,37 +59,33 @@ static void slot_path(char *buf, size_t len, const struct omx_board *b, const ch
 static unsigned scan_open(const struct omx_board *b, uint8_t *open)
 {
 	static const size_t max_locks = 4096;
-	unsigned long *inodes = malloc(max_locks * sizeof(*inodes));
-	size_t ninodes = 0;
+	struct held { dev_t dev; unsigned long ino; } *held = malloc(max_locks * sizeof(*held));
+	size_t nheld = 0;
 	char line[256];
-	FILE *f = fopen("/proc/locks", "r");
-	if (f && inodes) {
-		while (fgets(line, sizeof(line), f) && ninodes < max_locks) {
-			char kind[16];
-			unsigned maj, min;
-			unsigned long ino;
-			if (sscanf(line, "%*[^:]: %15s %*s %*s %*d %x:%x:%lu", kind, &maj, &min, &ino) == 4 &&
-			    !strcmp(kind, "FLOCK"))
-				inodes[ninodes++] = ino;
-		}
+	FILE *f = fopen("/proc/locks", "r"); /* read once for all slots (omx__flock_holder reads per path) */
+	if (f && held) {
+		int pid;
+		while (fgets(line, sizeof(line), f) && nheld < max_locks)
+			if (omx__proc_locks_flock(line, &pid, &held[nheld].dev, &held[nheld].ino))
+				nheld++;
 	}
 	if (f)
 		fclose(f);
 	unsigned n = 0;
-	for (uint32_t e = 0; e < omx__cfg.endpoint_max && inodes; e++) {
+	for (uint32_t e = 0; e < omx__cfg.endpoint_max && held; e++) {
 		char path[128], idx[16];
 		struct stat st;
 		snprintf(idx, sizeof(idx), "%u", e);
 		slot_path(path, sizeof(path), b, idx);
 		if (stat(path, &st) < 0)
 			continue;
-		for (size_t k = 0; k < ninodes; k++)
-			if (inodes[k] == (unsigned long)st.st_ino) {
+		for (size_t k = 0; k < nheld; k++)
+			if (held[k].ino == (unsigned long)st.st_ino && held[k].dev == st.st_dev) {
 				open[n++] = (uint8_t)e;
 				break;
 			}
 	}
-	free(inodes);
+	free(held);
 	return n;
 }
 

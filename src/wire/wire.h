@@ -264,6 +264,10 @@ enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_
  * does not fit the compat layout).
  */
 size_t omx_wire_encode(const struct omx_wire_params *wp, const struct omx_pkt *pkt, uint8_t *buf, size_t cap);
+/* The length of pkt's frame without the padding to OMX_FRAME_MIN (0 if it cannot be encoded). Its
+ * first bytes decode on their own: frames that never cross an Ethernet link (same-host rings)
+ * are sent this long, so that a tiny message fits one cache line. */
+size_t omx_wire_frame_len(const struct omx_wire_params *wp, const struct omx_pkt *pkt);
 /*
  * Encoder details (the encoder refuses what omx_wire_decode would reject, so its output always
  * decodes back to the same packet):

@@ -363,6 +363,15 @@ size_t omx_wire_encode(const struct omx_wire_params *wp, const struct omx_pkt *p
 	return total;
 }
 
+size_t omx_wire_frame_len(const struct omx_wire_params *wp, const struct omx_pkt *pkt)
+{
+	size_t hlen, plen;
+
+	if (!wp || !pkt || enc_layout(wp, pkt, &hlen, &plen) != 0 || hlen + plen > wp->mtu)
+		return 0;
+	return hlen + plen;
+}
+
 size_t omx_wire_encode_header(const struct omx_wire_params *wp, const struct omx_pkt *pkt, uint8_t *buf,
 			      size_t cap)
 {

@@ -43,6 +43,12 @@ static void check_exact(const struct omx_wire_params *wp, const struct omx_pkt *
 	}
 	CHECK_EQ(omx_wire_decode(wp, vec, vlen, &d), OMX_WIRE_OK);
 	CHECK_SAME(omx_test_pkt_diff(p, &d), what);
+	/* Unpadded (same-host) form: the encoded length without the padding, decoding the same. */
+	size_t flen = omx_wire_frame_len(wp, p);
+	CHECK(flen > 0 && flen <= vlen && (flen == vlen || vlen == OMX_FRAME_MIN));
+	memset(&d, 0, sizeof(d));
+	CHECK_EQ(omx_wire_decode(wp, vec, flen, &d), OMX_WIRE_OK);
+	CHECK_SAME(omx_test_pkt_diff(p, &d), what);
 }
 
 /* Build the frame head(p) + body + zero padding, then check_exact. */

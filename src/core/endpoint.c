@@ -113,24 +113,41 @@ static void local_refused(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		ep->local_nack_count++;
 }
 
+/* Payloads from this size on are not copied into the frame buffer but handed to the transport
+ * as a second iovec (the kernel or the ring push copies them once anyway): one copy less per
+ * byte of medium fragments and pull replies. Below it, one contiguous copy is cheaper. */
+#define OMX_GATHER_MIN 512u
+
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 {
 	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
-	size_t n = omx_wire_encode(&ep->wp, pkt, ep->txbuf, ep->txbuf_len);
+	struct iovec iov[2];
+	unsigned iovcnt = 1;
+	size_t n;
+	if ((pkt->ptype == OMX_PT_MEDIUM || pkt->ptype == OMX_PT_PULL_REPLY) && pkt->payload &&
+	    pkt->payload_len >= OMX_GATHER_MIN) {
+		n = omx_wire_encode_header(&ep->wp, pkt, ep->txbuf, ep->txbuf_len);
+		iov[1].iov_base = (void *)pkt->payload;
+		iov[1].iov_len = pkt->payload_len;
+		iovcnt = 2;
+	} else {
+		n = omx_wire_encode(&ep->wp, pkt, ep->txbuf, ep->txbuf_len);
+	}
 	if (!n) {
 		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
 		return;
 	}
 	int local = ep->local && is_local_mac(pkt->dst_mac);
-	if (local && n == OMX_FRAME_MIN) {
+	if (local && iovcnt == 1 && n == OMX_FRAME_MIN) {
 		/* No Ethernet on the way: unpadded, a tiny message fits one cache line of the ring slot
 		 * (one line transfer less per message). */
 		size_t unpadded = omx_wire_frame_len(&ep->wp, pkt);
 		if (unpadded && unpadded < n)
 			n = unpadded;
 	}
-	struct iovec iov = { ep->txbuf, n };
-	int r = (local ? ep->local : ep->net)->ops->send(local ? ep->local : ep->net, &iov, 1);
+	iov[0].iov_base = ep->txbuf;
+	iov[0].iov_len = n;
+	int r = (local ? ep->local : ep->net)->ops->send(local ? ep->local : ep->net, iov, iovcnt);
 	if (local && (r == -ECONNREFUSED || r == -ENOENT)) {
 		local_refused(ep, pkt);
 		return;
@@ -138,7 +155,6 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 	if (r < 0) {
 		/* Full transmit queue or transient error: retransmission recovers. */
 		omx__verbose("transmit failed: %s\n", strerror(-r));
-		omx__count(ep->board, OMX_C_X_TX_FAILED);
 		omx__count(ep->board, OMX_C_X_TX_FAILED);
 		return;
 	}

@@ -109,6 +109,18 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Prefetch a line for writing (exclusive): the compiler emits a plain read prefetch for
+ * __builtin_prefetch(p, 1) unless built for a CPU with PREFETCHW, which then costs a second
+ * transfer (shared, then the upgrade). PREFETCHW is a no-op on x86-64 CPUs without it. */
+static inline void prefetch_w(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
+}
+
 static inline struct slot *slot_at(struct omx_shm_ring *r, uint64_t pos)
 {
 	return (struct slot *)(r->slots + (size_t)(pos & r->mask) * r->stride);
@@ -326,6 +338,22 @@ int omx_shm_ring_closed(struct omx_shm_ring *r)
 	return __atomic_load_n(&r->h->closed, __ATOMIC_ACQUIRE) != 0;
 }
 
+/*
+ * The data lines of the slot our next push will probably use were last read by the consumer (a
+ * ring round ago) and are still in its cache: writing them then costs one ownership transfer per
+ * line on the critical path (a 1 KiB frame took 0.5-0.7 us to push against 0.1 us for 60 bytes).
+ * Ask for them now, while the peer is busy with this frame; as many as this frame used, bounded.
+ * Not the first line: the consumer polls its sequence word and would only take it back.
+ */
+#define PREFETCH_MAX_BYTES 4160u
+static void prefetch_next_slot(struct omx_shm_ring *r, uint64_t pos, size_t len)
+{
+	struct slot *s = slot_at(r, pos);
+	size_t end = offsetof(struct slot, data) + (len < PREFETCH_MAX_BYTES ? len : PREFETCH_MAX_BYTES);
+	for (size_t o = 64; o < end; o += 64)
+		prefetch_w((const uint8_t *)s + o);
+}
+
 int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned iovcnt, int *doorbell)
 {
 	struct ring_hdr *h = r->h;
@@ -341,9 +369,9 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	struct slot *s;
 	for (;;) {
 		s = slot_at(r, pos);
-		/* The slot's line was last written by the consumer and is about to be written by us:
-		 * ask for it exclusive at once (one transfer instead of a read, then an upgrade). */
-		__builtin_prefetch(s, 1, 3);
+		/* The slot's first line: the consumer polls it, so no write prefetch (measured: an
+		 * exclusive request here slows 0-4 B messages down by 10-20%). */
+		__builtin_prefetch(s, 0, 3);
 		uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 		int64_t diff = (int64_t)(seq - pos);
 		if (diff == 0) {
@@ -367,6 +395,8 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 		return -EAGAIN; /* skipped by the consumer meanwhile (we were stalled): a loss */
 	if (__atomic_load_n(&h->waiting, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
 		*doorbell = 1;
+	if (off > 64 - offsetof(struct slot, data))
+		prefetch_next_slot(r, pos + 1, off);
 	return 0;
 }
 

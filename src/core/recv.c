@@ -116,8 +116,10 @@ static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const
 	uint8_t i = pkt->u.msg.frag_seqnum;
 	uint32_t off = frag_offset(ep, i);
 	uint32_t n = pkt->u.msg.frag_length;
-	if ((r->s.u.recv.frags_mask >> i) & 1)
+	if ((r->s.u.recv.frags_mask >> i) & 1) {
+		omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
 		return; /* duplicate fragment */
+	}
 	if (pkt->u.msg.length != r->s.status.msg_length || (uint64_t)off + n > r->s.status.msg_length) {
 		omx__count(ep->board, OMX_C_DROP_BAD_DATALEN);
 		return;
@@ -389,11 +391,14 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 	if (s != p->next_match_seq) {
 		union omx_request *r = pkt->ptype == OMX_PT_MEDIUM ? find_partial(p, s) : NULL;
 		if (r) {
+			/* a later fragment of the medium being reassembled (a duplicate fragment is
+			 * counted there) */
 			medium_add_frag(ep, r, pkt);
 			message_received(p);
+			return;
 		}
 		omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
-		return; /* otherwise a duplicate */
+		return;
 	}
 	if (notify) {
 		omx__count(ep->board, OMX_C_RECV_NOTIFY);

@@ -171,7 +171,11 @@ static void show_config(void)
 	printf("  OMX_NOTACKED_MAX = %" PRIu32 "\n", c->notacked_max);
 	printf("  OMX_ZOMBIE_SEND = %" PRIu32 "\n", c->zombie_max);
 	printf("  OMX_SPIN_US = %" PRIu32 "\n", c->spin_us);
-	printf("  OMX_RX_RING_KB = %" PRIu32 "\n", c->rx_ring_kb);
+	if (c->rx_ring_kb)
+		printf("  OMX_RX_RING_KB = %" PRIu32 "\n", c->rx_ring_kb);
+	else
+		printf("  OMX_RX_RING_KB = auto (%u slots of the MTU, at most %llu KiB)\n", OMX_RX_RING_AUTO_SLOTS,
+		       OMX_RX_RING_AUTO_MAX >> 10);
 	printf("  OMX_ENDPOINT_MAX = %" PRIu32 "\n", c->endpoint_max);
 	printf("  OMX_PEER_MAX = %" PRIu32 "\n", c->peer_max);
 	printf("  OMX_CTXIDS = %u,%u\n", (unsigned)c->ctxid_bits, (unsigned)c->ctxid_shift);

@@ -28,7 +28,7 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_ACK_DELAY_MS", "16" }, { "OMX_NOTACKED_MAX", "4" }, { "OMX_PULL_RESEND_MS", "1000" },
 	{ "OMX_ZOMBIE_SEND", "512" }, { "OMX_SPIN_US", "100" }, { "OMX_WAITSPIN", "0" }, { "OMX_WAITINTR", "0" },
 	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
-	{ "OMX_CLOSE_LINGER_MS", "1000" }, { "OMX_RX_RING_KB", "16384" }, { "OMX_RX_SPLIT", "0" },
+	{ "OMX_CLOSE_LINGER_MS", "1000" }, { "OMX_RX_RING_KB", "auto" }, { "OMX_RX_SPLIT", "0" },
 	{ "OMX_UNEXP_MAX_KB", "65536" }, { "OMX_UNEXP_PEER_MAX_KB", "16384" },
 	{ "OMX_BROKER", "/run/omx/omxd.sock" }, { "OMX_BROKER_ALWAYS", "0" }, { "OMX_CTXIDS", "" },
 	{ "OMX_ANY_ENDPOINT", "" }, { "OMX_DISABLE_SELF", "0" }, { "OMX_CONNECT_POLLALL", "0" },
@@ -220,7 +220,7 @@ void omx__config_load_open(void)
 	c->disable_self = (int)env_u32("OMX_DISABLE_SELF", "MX_DISABLE_SELF", 0);
 	c->connect_pollall = (int)env_u32("OMX_CONNECT_POLLALL", NULL, 0);
 	c->spin_us = env_u32("OMX_SPIN_US", NULL, 100);
-	c->rx_ring_kb = env_u32("OMX_RX_RING_KB", NULL, 16384);
+	c->rx_ring_kb = env_u32("OMX_RX_RING_KB", NULL, 0); /* 0: OMX_RX_RING_AUTO_SLOTS slots, <= 16 MiB */
 	c->rx_split = env_u32("OMX_RX_SPLIT", NULL, 0);
 	c->unexp_max = (uint64_t)env_u32("OMX_UNEXP_MAX_KB", NULL, 65536) * 1024u;
 	c->unexp_peer_max = (uint64_t)env_u32("OMX_UNEXP_PEER_MAX_KB", NULL, 16384) * 1024u;

@@ -25,6 +25,8 @@
 #define OMX_LARGE_SENDS_MAX 128
 #define OMX_PULL_BLOCKS_OUTSTANDING 4
 #define OMX_PULL_SLOTS 1024
+#define OMX_RX_RING_AUTO_SLOTS 1024u          /* receive ring slots without OMX_RX_RING_KB */
+#define OMX_RX_RING_AUTO_MAX (16ull << 20)   /* ... and its size limit */
 #define OMX_PULL_GEN_START 0x23u
 #define OMX_REGION_SEQNUM_START 23
 
@@ -45,7 +47,7 @@ struct omx_config {
 	uint32_t notacked_max;
 	int waitspin, waitintr, disable_self, connect_pollall;
 	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
-	uint32_t rx_ring_kb;       /* receive ring per endpoint */
+	uint32_t rx_ring_kb;       /* receive ring per endpoint; 0 = OMX_RX_RING_AUTO_SLOTS */
 	uint32_t rx_split;         /* bytes of a frame the ring keeps (longer: split receive); 0 off */
 	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
 	uint64_t unexp_peer_max;   /* ... of which one partner may use */

@@ -419,6 +419,8 @@ typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
 int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms);
 void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+/* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */
+unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu);
 uint64_t omx__next_timer(struct omx_endpoint *ep);
 void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until);
 

@@ -113,6 +113,22 @@ static void local_refused(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		ep->local_nack_count++;
 }
 
+/*
+ * Receive ring slots for an interface MTU (+ slot headers): a window of mediums and 4 pull blocks
+ * must fit, or bursts overflow it and cost a retransmission timeout. But every frame lands in the
+ * next slot, and a slot count past the TLB's reach makes each small frame a TLB (and cache) miss
+ * for the kernel and for us: by default (ring_kb 0) OMX_RX_RING_AUTO_SLOTS slots, at most
+ * OMX_RX_RING_AUTO_MAX bytes (MTU 1500: 2 MiB, 0-64 B half round trip 1.3-1.6 -> 1.1 us).
+ */
+unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu)
+{
+	uint64_t slot = (uint64_t)mtu + 128u;
+	uint64_t bytes = ring_kb ? (uint64_t)ring_kb * 1024u : OMX_RX_RING_AUTO_SLOTS * slot;
+	if (!ring_kb && bytes > OMX_RX_RING_AUTO_MAX)
+		bytes = OMX_RX_RING_AUTO_MAX;
+	return (unsigned)(bytes / slot);
+}
+
 /* Payloads from this size on are not copied into the frame buffer but handed to the transport
  * as a second iovec (the kernel or the ring push copies them once anyway): one copy less per
  * byte of medium fragments and pull replies. Below it, one contiguous copy is cheaper. */
@@ -465,16 +481,7 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		struct omx_net_opts o = { 0 };
 		o.qdisc_bypass = 1;
 		omx__broker_opts(&o);
-		/* Sized in frames of the interface MTU (+ slot headers): a window of mediums and 4 pull
-		 * blocks must fit, or bursts overflow it and cost a retransmission timeout. But every
-		 * frame lands in the next slot, and a slot count past the TLB's reach makes each small
-		 * frame a TLB (and cache) miss for the kernel and for us: by default 1024 slots, at most
-		 * 16 MiB (MTU 1500: 2 MiB, 0-64 B half round trip 1.3-1.6 -> 1.1 us; 9000: ~9 MiB). */
-		uint64_t bytes = omx__cfg.rx_ring_kb ? (uint64_t)omx__cfg.rx_ring_kb * 1024u :
-						       (uint64_t)OMX_RX_RING_AUTO_SLOTS * (ep->board->iface.mtu + 128u);
-		if (!omx__cfg.rx_ring_kb && bytes > OMX_RX_RING_AUTO_MAX)
-			bytes = OMX_RX_RING_AUTO_MAX;
-		o.rx_ring_frames = (unsigned)(bytes / (ep->board->iface.mtu + 128u));
+		o.rx_ring_frames = omx__rx_ring_frames(omx__cfg.rx_ring_kb, ep->board->iface.mtu);
 		o.rx_split = omx__cfg.rx_split;
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
 	}

@@ -6,6 +6,7 @@
  * once; when A finally posts its receives, every one of B's messages arrives, intact and in order
  * (refused messages were retransmitted, nothing was lost), and all charges are given back.
  * Then C floods A with 3,000 connect requests: all answered, none leaves state behind in A.
+ * Also: the receive ring's default size (slots, bounded bytes) and OMX_RX_RING_KB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,8 +108,22 @@ static unsigned unexp_count(omx_endpoint_t ep)
 	return n;
 }
 
+/* Receive ring sizing: 1024 slots by default, at most 16 MiB; OMX_RX_RING_KB wins when set. */
+static void ring_sizing(void)
+{
+	CHECK(omx__rx_ring_frames(0, 1500) == OMX_RX_RING_AUTO_SLOTS);
+	CHECK(omx__rx_ring_frames(0, 9000) == OMX_RX_RING_AUTO_SLOTS);
+	CHECK((uint64_t)omx__rx_ring_frames(0, 9000) * (9000 + 128) <= OMX_RX_RING_AUTO_MAX);
+	unsigned big = omx__rx_ring_frames(0, 65535);
+	CHECK(big < OMX_RX_RING_AUTO_SLOTS && (uint64_t)big * (65535 + 128) <= OMX_RX_RING_AUTO_MAX &&
+	      (uint64_t)(big + 1) * (65535 + 128) > OMX_RX_RING_AUTO_MAX);
+	CHECK(omx__rx_ring_frames(16384, 1500) == (16384u * 1024u) / (1500 + 128));
+	CHECK(omx__rx_ring_frames(65536, 65535) == (65536ull * 1024u) / (65535 + 128)); /* past the auto cap */
+}
+
 int main(void)
 {
+	ring_sizing();
 	char dir[] = "/tmp/omx-test-XXXXXX";
 	if (unit_lock_dir(dir) < 0)
 		return 2;

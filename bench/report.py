@@ -268,6 +268,13 @@ def mpi_section(outdir, mpi):
     return md
 
 
+def plot_band(ax, pts, ls, color, label, alpha=0.15):
+    """Median line with its min-max band; pts = [(x, (min, median, max))]."""
+    xs = [p[0] for p in pts]
+    ax.plot(xs, [p[1][1] for p in pts], ls, marker="o", ms=3, color=color, label=label)
+    ax.fill_between(xs, [p[1][0] for p in pts], [p[1][2] for p in pts], color=color, alpha=alpha)
+
+
 def mpi_plot(outdir, mpi, plt):
     time, bw, _, _ = mpi
     fig, axes = plt.subplots(1, 3, figsize=(17, 5))
@@ -278,11 +285,8 @@ def mpi_plot(outdir, mpi, plt):
                 d = bw if what == "bw" else time
                 keys = sorted(k for k in d if k[0] == t and k[1] == tst)
                 pts = [(max(k[3], 0.5), stats(pick(d[k]))) for k in keys if not (what == "bw" and k[3] == 0)]
-                if not pts:
-                    continue
-                xs = [p[0] for p in pts]
-                ax.plot(xs, [p[1][1] for p in pts], ls, marker="o", ms=3, color=MPI_COLORS[t], label=f"{t} {tst}")
-                ax.fill_between(xs, [p[1][0] for p in pts], [p[1][2] for p in pts], color=MPI_COLORS[t], alpha=0.15)
+                if pts:
+                    plot_band(ax, pts, ls, MPI_COLORS[t], f"{t} {tst}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message length (bytes; 0 B drawn at 0.5)")
@@ -468,11 +472,8 @@ def main():
             for mode, ls in (("busy", "-"), ("block", "--")):
                 pts = [(max(L, 0.5), stats(pick(lat[(m, t, mode, "pingpong", L)]))) for L in sorted(lengths[(m, "pingpong")])
                        if (m, t, mode, "pingpong", L) in lat]
-                if not pts:
-                    continue
-                xs = [p[0] for p in pts]
-                ax.plot(xs, [p[1][1] for p in pts], ls, marker="o", ms=3, color=COLORS[t], label=f"{t} {mode}")
-                ax.fill_between(xs, [p[1][0] for p in pts], [p[1][2] for p in pts], color=COLORS[t], alpha=0.15)
+                if pts:
+                    plot_band(ax, pts, ls, COLORS[t], f"{t} {mode}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message length (bytes; 0 B drawn at 0.5)")
@@ -490,11 +491,8 @@ def main():
                 for mode, ls in (("busy", "-"), ("block", "--")):
                     pts = [(L, stats(pick(bw[(m, t, mode, pat, L)]))) for L in sorted(lengths[(m, pat)])
                            if L >= 64 and (m, t, mode, pat, L) in bw]
-                    if not pts:
-                        continue
-                    xs = [p[0] for p in pts]
-                    ax.plot(xs, [p[1][1] for p in pts], ls, marker="o", ms=3, color=COLORS[t], label=f"{t} {mode}")
-                    ax.fill_between(xs, [p[1][0] for p in pts], [p[1][2] for p in pts], color=COLORS[t], alpha=0.12)
+                    if pts:
+                        plot_band(ax, pts, ls, COLORS[t], f"{t} {mode}", alpha=0.12)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("message length (bytes)")

@@ -34,10 +34,7 @@ for i in 1 2; do
 done
 omx_at_exit 'kill ${SRVS[*]} 2>/dev/null'
 for i in 1 2; do
-	for ((t = 0; t < 200; t++)); do
-		grep -q '^Starting receiver' "$TMP/srv$i.out" 2>/dev/null && break
-		sleep 0.05
-	done
+	omx_wait_line '^Starting receiver' "$TMP/srv$i.out" 200
 done
 
 for i in 1 2; do

@@ -108,11 +108,7 @@ run_pair() {
 	omx_ns_exec 1 env $(host_env 1) OMX_HOSTNAME="${OMX_HOSTNAME[1]}" $extra timeout "$TOOL_TIMEOUT" \
 		"$PERF" "${SERVER_ARGS[@]}" >"$TMP/$name.srv" 2>"$TMP/$name.srv.err" &
 	srv=$!
-	for ((t = 0; t < 100; t++)); do
-		grep -q '^Starting receiver' "$TMP/$name.srv" 2>/dev/null && break
-		kill -0 "$srv" 2>/dev/null || break
-		sleep 0.05
-	done
+	omx_wait_line '^Starting receiver' "$TMP/$name.srv" 100 "$srv"
 	# shellcheck disable=SC2046
 	omx_ns_exec 0 env $(host_env 0) OMX_HOSTNAME="${OMX_HOSTNAME[0]}" $extra timeout "$TOOL_TIMEOUT" \
 		"$PERF" -d "${OMX_HOSTNAME[1]}:0" "$@" -c "$TMP/$name.csv" >"$TMP/$name.out" 2>"$TMP/$name.err" &
@@ -283,10 +279,7 @@ SERVER_ARGS=()
 # shellcheck disable=SC2046
 omx_ns_exec 1 env $(host_env 1) timeout "$TOOL_TIMEOUT" "$PERF" >"$TMP/csv.srv" 2>&1 &
 srv=$!
-for ((t = 0; t < 100; t++)); do
-	grep -q '^Starting receiver' "$TMP/csv.srv" 2>/dev/null && break
-	sleep 0.05
-done
+omx_wait_line '^Starting receiver' "$TMP/csv.srv" 100
 # shellcheck disable=SC2046
 omx_ns_exec 0 env $(host_env 0) timeout "$TOOL_TIMEOUT" "$PERF" -d "${OMX_HOSTNAME[1]}:0" -S 1000 -E 100000 \
 	-M 3 -I 7 -N 20 -W 2 -P 0 -c - >"$TMP/csv.out" 2>"$TMP/csv.err" &

@@ -28,16 +28,12 @@ fi
 # start_server NAME HOST ARGS... : net_echo server in host HOST's namespace, log in $TMP/NAME.log
 declare -A SPID
 start_server() {
-	local name=$1 host=$2 t
+	local name=$1 host=$2
 	shift 2
 	# A plain command (not a function) so that $! is net_echo itself (ip netns exec execs it).
 	ip netns exec "${OMX_NS[host]}" "$ECHO" server "$@" >"$TMP/$name.log" 2>&1 &
 	SPID[$name]=$!
-	for ((t = 0; t < 100; t++)); do
-		grep -q '^ready' "$TMP/$name.log" 2>/dev/null && return 0
-		kill -0 "${SPID[$name]}" 2>/dev/null || break
-		sleep 0.05
-	done
+	omx_wait_line '^ready' "$TMP/$name.log" 100 "${SPID[$name]}" && return 0
 	cat "$TMP/$name.log" >&2
 	return 1
 }

@@ -68,10 +68,7 @@ start_server() {
 	# shellcheck disable=SC2046
 	omx_ns_exec 1 env $(envh 1) "$T/omx_perf" -s >"$TMP/srv$NSRV.out" 2>&1 &
 	SRV=$!
-	for ((t = 0; t < 200; t++)); do
-		grep -q '^Starting receiver' "$TMP/srv$NSRV.out" 2>/dev/null && break
-		sleep 0.05
-	done
+	omx_wait_line '^Starting receiver' "$TMP/srv$NSRV.out" 200
 	SRVPID=$(omx_ns_exec 1 sh -c "cut -d' ' -f1 $TMP/lock1/omx-$(echo "${OMX_MAC[1]}" | tr -d :)-0.lock")
 }
 start_server

@@ -69,18 +69,12 @@ for MODE in extended compat; do
 		TPS+=($!)
 	done
 	for i in 0 1; do
-		for ((t = 0; t < 100; t++)); do
-			grep -q "listening on" "$TMP/tcpdump$i.err" 2>/dev/null && break
-			sleep 0.05
-		done
+		omx_wait_line "listening on" "$TMP/tcpdump$i.err" 100
 	done
 	# shellcheck disable=SC2046
 	omx_ns_exec 1 env $(envh 1) OMX_NOTACKED_MAX=1 "$T/omx_perf" -s >"$TMP/srv.out" 2>&1 &
 	SRV=$!
-	for ((t = 0; t < 200; t++)); do
-		grep -q '^Starting receiver' "$TMP/srv.out" 2>/dev/null && break
-		sleep 0.05
-	done
+	omx_wait_line '^Starting receiver' "$TMP/srv.out" 200
 	# shellcheck disable=SC2046
 	omx_ns_exec 0 env $(envh 0) OMX_NOTACKED_MAX=1 timeout 120 "$T/omx_perf" -d "${OMX_HOSTNAME[1]}:0" \
 		-S 0 -E 70000 -N 3 -W 0 -P 0 >"$TMP/cl.out" 2>&1

@@ -18,6 +18,17 @@ cond() { eval "$1"; }
 failed_cleanly() { [ "$1" != 0 ] && [ "$1" != 124 ] && { [ "$1" -lt 129 ] || [ "$1" -gt 192 ]; }; }
 # Slower under sanitizers: scale message counts down there.
 omx_scale() { case "${OMX_SANITIZE:-}" in address) echo $(($1 / 4));; thread) echo $(($1 / 10));; *) echo "$1";; esac; }
+# omx_wait_line PATTERN FILE TRIES [PID]: wait (at most TRIES x 50 ms) until FILE has a line
+# matching PATTERN (grep); gives up at once when PID, if given, has exited. 0 if the line came.
+omx_wait_line() {
+	local t
+	for ((t = 0; t < $3; t++)); do
+		grep -q "$1" "$2" 2>/dev/null && return 0
+		[ -z "${4:-}" ] || kill -0 "$4" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
 omx_env() {
 	local i=$1
 	echo "OMX_IFACES=${OMX_IF[$i]} OMX_PEERS=$TMP/peers OMX_HOSTNAME=${OMX_HOSTNAME[$i]} OMX_LOCK_DIR=$TMP/lock$i"

@@ -7,8 +7,9 @@
  * takes slot p when its sequence reads p+1 and frees it for the next round (p + slot count).
  *
  * A producer that dies between claiming and publishing would block the consumer forever: a slot
- * claimed but unpublished is skipped once its producer (pid written right after the claim) is
- * gone, or after one second if the pid is not there yet. A late publication of a skipped slot is
+ * claimed but unpublished is skipped once its producer (pid written with the slot's first line,
+ * just before publishing) is gone, or after one second if the pid is not there yet (it died while
+ * copying the frame: a window of at most a few microseconds). A late publication of a skipped slot is
  * detected by the producer (its compare-and-swap fails) and counts as a lost frame, which the
  * protocol's retransmission recovers like any loss.
  *
@@ -384,12 +385,29 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 			pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
 		}
 	}
-	__atomic_store_n(&s->pid, r->pid, __ATOMIC_RELAXED);
+	/*
+	 * The consumer spins on the slot's first line. Every store to it before the publication
+	 * gives the spinning reader a chance to take the line back, and the publication then pays
+	 * another transfer: so the bytes past the first line go first, and the first line (pid,
+	 * the frame's first bytes, len) is written in one burst right before the publication.
+	 * Measured (two processes pinned to the two cores, the ring alone): 49-240 B frames
+	 * 0.42-0.49 -> 0.22-0.26 us half round trip, 4000 B 0.64 -> 0.43 us; 0-48 B unchanged.
+	 */
+	const size_t head = 64 - offsetof(struct slot, data);
 	size_t off = 0;
 	for (unsigned i = 0; i < iovcnt; i++) {
-		memcpy(s->data + off, iov[i].iov_base, iov[i].iov_len);
-		off += iov[i].iov_len;
+		size_t n = iov[i].iov_len, skip = off < head ? head - off : 0;
+		if (skip < n)
+			memcpy(s->data + off + skip, (const uint8_t *)iov[i].iov_base + skip, n - skip);
+		off += n;
 	}
+	off = 0;
+	for (unsigned i = 0; i < iovcnt && off < head; i++) {
+		size_t n = iov[i].iov_len < head - off ? iov[i].iov_len : head - off;
+		memcpy(s->data + off, iov[i].iov_base, n);
+		off += n;
+	}
+	__atomic_store_n(&s->pid, r->pid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
 	uint64_t expect = pos;
 	if (!__atomic_compare_exchange_n(&s->seq, &expect, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -399,6 +417,17 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	if (len > 64 - offsetof(struct slot, data))
 		prefetch_next_slot(r, pos + 1, len);
 	return 0;
+}
+
+/* The frame's lines past the first (just read) were written by the producer: ask for them all
+ * now, so their transfers overlap each other and the decoding and matching of the header,
+ * instead of coming one by one when the payload is copied out. */
+#define PREFETCH_RX_MAX_BYTES 1024u
+static inline void prefetch_frame(const struct slot *s, uint32_t len)
+{
+	size_t end = offsetof(struct slot, data) + (len < PREFETCH_RX_MAX_BYTES ? len : PREFETCH_RX_MAX_BYTES);
+	for (size_t o = 64; o < end; o += 64)
+		__builtin_prefetch((const uint8_t *)s + o, 0, 3);
 }
 
 static void release_slot(struct omx_shm_ring *r, struct slot *s, uint64_t pos)
@@ -418,7 +447,10 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 		uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 		if (seq == pos + 1) {
 			uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-			fn(arg, s->data, len < r->slot_bytes ? len : r->slot_bytes);
+			if (len > r->slot_bytes)
+				len = r->slot_bytes;
+			prefetch_frame(s, len);
+			fn(arg, s->data, len);
 			release_slot(r, s, pos);
 			r->stall_since = 0;
 			count++;
@@ -426,11 +458,11 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 		}
 		if (seq != pos)
 			break; /* empty */
-		/* The slot is free for this round: empty, or claimed but not published yet. The claim
-		 * is seen from the claimer's pid in the slot (written right after the claim, in the line
-		 * we are polling anyway); the tail, on a line every producer writes, is only read once
-		 * every TAIL_CHECK empty polls (a claimer stopped before writing its pid): reading it
-		 * on every poll would cost each producer a cache miss per frame. */
+		/* The slot is free for this round: empty, or claimed but not published yet. A claim
+		 * is seen from the claimer's pid in the slot (in the line we are polling anyway, written
+		 * just before the publication) or from the tail, on a line every producer writes, read
+		 * only once every TAIL_CHECK empty polls: reading it on every poll would cost each
+		 * producer a cache miss per frame. */
 		if (!__atomic_load_n(&s->pid, __ATOMIC_RELAXED) && !r->stall_since && ++r->empty_polls < TAIL_CHECK)
 			break;
 		r->empty_polls = 0;

@@ -113,6 +113,44 @@ static void basic(void)
 	free(rx);
 }
 
+/* The producer writes a frame's bytes past the slot's first line before those in it (ring.c):
+ * every split of a frame into iovecs around that boundary (empty ones included) arrives intact. */
+static void iovec_splits(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 7 };
+	int err = 0, bell = 0;
+	struct omx_shm_ring *own = omx_shm_ring_create(mac, 1, 9000, 1 << 20, 0x99, &err);
+	struct omx_shm_ring *prod = own ? omx_shm_ring_attach(mac, 1, &err) : NULL;
+	CHECK(own && prod);
+	if (!prod) {
+		omx_shm_ring_close(own);
+		return;
+	}
+	static uint8_t buf[400];
+	const size_t lens[] = { 0, 1, 47, 48, 49, 63, 64, 65, 130, 400 };
+	const size_t cuts[] = { 0, 1, 20, 47, 48, 49, 100 };
+	struct rx *rx = calloc(1, sizeof(*rx));
+	unsigned pushed = 0;
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+		for (size_t a = 0; a < sizeof(cuts) / sizeof(cuts[0]); a++)
+			for (size_t b = a; b < sizeof(cuts) / sizeof(cuts[0]); b++) {
+				size_t len = lens[li], c1 = cuts[a] < len ? cuts[a] : len, c2 = cuts[b] < len ? cuts[b] : len;
+				uint8_t first = (uint8_t)(pushed * 7);
+				for (size_t i = 0; i < len; i++)
+					buf[i] = (uint8_t)(first + i);
+				struct iovec iov[3] = { { buf, c1 }, { buf + c1, c2 - c1 }, { buf + c2, len - c2 } };
+				CHECK(omx_shm_ring_push(prod, iov, 3, &bell) == 0);
+				pushed++;
+				memset(rx, 0, sizeof(*rx));
+				CHECK(omx_shm_ring_poll(own, collect, rx, 64) == 1);
+				CHECK(rx->n == 1 && rx->len[0] == len && rx->bad == 0 && (!len || rx->first[0] == first));
+			}
+	CHECK(pushed == 10 * 28);
+	free(rx);
+	omx_shm_ring_close(prod);
+	omx_shm_ring_close(own);
+}
+
 struct mp_state {
 	uint32_t next[3];
 	int bad;
@@ -378,6 +416,7 @@ int main(void)
 		return 1;
 	setenv("OMX_SHM_DIR", dir, 1);
 	basic();
+	iovec_splits();
 	multi_producer();
 	dead_owner();
 	single_copy();

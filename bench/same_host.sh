@@ -11,7 +11,9 @@
 # vader-cma / vader-none: Open MPI (ob1, btl vader,self) with btl_vader_single_copy_mechanism
 # cma / none (bench/mpi_shm_pingpong.c, compiled with mpicc here; mpirun as root);
 # and the baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare
-# shared-memory flag + memcpy: the floor of any shared-memory path).
+# shared-memory flag + memcpy: the floor of any shared-memory path), and ring (bench/ring_pingpong.c:
+# omx's shared-memory ring alone, frames of the message length + 40 header bytes, up to 9176 B:
+# what the same-host path costs without the MX protocol on top).
 # Every mode runs the lengths of the omx_perf options (-S, -E, -M; -N iterations, at most 20000
 # for the baselines and shrinking with the length for them and for MPI, at least 20); with -U the
 # replies are empty and the bandwidth counts one direction (both otherwise), in every mode.
@@ -64,6 +66,7 @@ for l in sorted(lat):
           statistics.median(bw[l]), len(lat[l]), min(lat[l]), max(lat[l])))
 '
 LP=$BUILD/bench/local_pingpong
+RP=$BUILD/bench/ring_pingpong
 MPIPP=$TMP/mpi_shm_pingpong
 if [[ " $MODES " == *" vader-"* ]]; then
 	mpicc -O2 -o "$MPIPP" "$HERE/mpi_shm_pingpong.c" || exit 1
@@ -81,7 +84,7 @@ run_once() { # mode place run
 	shift 3
 	[ "$place" = same ] && yield=(-y)
 	case $mode in
-	pipe | unix | flag)
+	pipe | unix | flag | ring)
 		local cpus=() kind=oneway
 		[ "$place" = diff ] && cpus=(0,1)
 		[ "$place" = same ] && cpus=(0,0)
@@ -91,7 +94,12 @@ run_once() { # mode place run
 			[ $n -gt 20000 ] && n=20000
 			[ $n -gt "$N" ] && n=$N
 			[ $n -lt 20 ] && n=20
-			"$LP" "${mode/flag/shm}" "$l" "$n" $kind "${cpus[@]}" | awk -F, '{print $2","$3","$4","$5}'
+			if [ "$mode" = ring ]; then
+				[ "$l" -gt 9176 ] && continue # one frame per message: a slot's worth
+				"$RP" "$l" "$n" $kind "${cpus[@]}"
+			else
+				"$LP" "${mode/flag/shm}" "$l" "$n" $kind "${cpus[@]}"
+			fi | awk -F, '{print $2","$3","$4","$5}'
 		done >"$out"
 		return
 		;;

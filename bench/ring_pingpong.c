@@ -134,6 +134,7 @@ int main(int argc, char **argv)
 	}
 	waitpid(pid, NULL, 0);
 	omx_shm_ring_close(own);
+	free(frame);
 	rmdir(dir);
 	len -= FRAME_HEAD;
 	printf("ring,%zu,%ld,%.3f,%.1f\n", len, iters, t / (double)iters / 2 * 1e6,

@@ -8,7 +8,7 @@
  * A message of <length> bytes is one frame of <length> + 40 bytes (the size of an omx message
  * frame's headers), so that frames fill the same cache lines of a slot as omx's do; lengths above
  * a slot (9000 bytes) are refused. oneway (default): the reply is an empty frame; echo: the reply
- * has the same length. The receiver reads every byte of the frame (a checksum), like a copy-out.
+ * has the same length. The receiver copies every frame out of the ring, as a receive would.
  * Output (CSV), as bench/local_pingpong: ring,length,iterations,half_rtt_us,MB/s
  */
 #ifndef _GNU_SOURCE
@@ -38,16 +38,13 @@ static double now_s(void)
 
 struct rx {
 	int got;
-	uint32_t sum;
+	uint8_t *dst;
 };
 
 static void on_frame(void *arg, const uint8_t *frame, size_t len)
 {
 	struct rx *r = arg;
-	uint32_t s = 0;
-	for (size_t i = 0; i < len; i++)
-		s += frame[i];
-	r->sum += s;
+	memcpy(r->dst, frame, len);
 	r->got = 1;
 }
 
@@ -84,8 +81,8 @@ int main(int argc, char **argv)
 	if (!mkdtemp(dir))
 		return 1;
 	setenv("OMX_SHM_DIR", dir, 1);
-	uint8_t *frame = calloc(1, SLOT_BYTES);
-	if (!frame)
+	uint8_t *frame = calloc(1, SLOT_BYTES), *dst = calloc(1, SLOT_BYTES);
+	if (!frame || !dst)
 		return 1;
 	memset(frame, 1, len);
 	const uint8_t mac[6] = { 2, 0, 0x52, 0x50, 0x50, 0 };
@@ -111,7 +108,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	size_t rlen = echo ? len : FRAME_HEAD;
-	struct rx r = { 0, 0 };
+	struct rx r = { 0, dst };
 	double t0 = 0;
 	for (long i = 0; i < iters + 100; i++) {
 		if (i == 100)
@@ -135,9 +132,10 @@ int main(int argc, char **argv)
 	waitpid(pid, NULL, 0);
 	omx_shm_ring_close(own);
 	free(frame);
+	free(dst);
 	rmdir(dir);
 	len -= FRAME_HEAD;
 	printf("ring,%zu,%ld,%.3f,%.1f\n", len, iters, t / (double)iters / 2 * 1e6,
 	       (echo ? 2.0 : 1.0) * (double)len * (double)iters / t / 1e6);
-	return r.sum == 0xdeadbeef ? 3 : 0; /* keeps the checksum loop */
+	return 0;
 }

@@ -95,8 +95,7 @@ run_once() { # mode place run
 			[ $n -gt "$N" ] && n=$N
 			[ $n -lt 20 ] && n=20
 			if [ "$mode" = ring ]; then
-				[ "$l" -gt 9176 ] && continue # one frame per message: a slot's worth
-				"$RP" "$l" "$n" $kind "${cpus[@]}"
+				[ "$l" -le 9176 ] && "$RP" "$l" "$n" $kind "${cpus[@]}" # one frame per message
 			else
 				"$LP" "${mode/flag/shm}" "$l" "$n" $kind "${cpus[@]}"
 			fi | awk -F, '{print $2","$3","$4","$5}'

@@ -9,9 +9,9 @@
  * A producer that dies between claiming and publishing would block the consumer forever: a slot
  * claimed but unpublished is skipped once its producer (pid written with the slot's first line,
  * just before publishing) is gone, or after one second if the pid is not there yet (it died while
- * copying the frame: a window of at most a few microseconds). A late publication of a skipped slot is
- * detected by the producer (its compare-and-swap fails) and counts as a lost frame, which the
- * protocol's retransmission recovers like any loss.
+ * copying the frame: a window of at most a few microseconds). A late publication of a skipped
+ * slot is detected by the producer (its compare-and-swap fails) and counts as a lost frame, which
+ * the protocol's retransmission recovers like any loss.
  *
  * Sleeping: before sleeping the consumer sets `waiting` and re-checks the ring; a producer that
  * finds `waiting` set after publishing clears it and tells its caller to ring the doorbell (a

@@ -220,6 +220,7 @@ void omx__config_load_open(void)
 	c->disable_self = (int)env_u32("OMX_DISABLE_SELF", "MX_DISABLE_SELF", 0);
 	c->connect_pollall = (int)env_u32("OMX_CONNECT_POLLALL", NULL, 0);
 	c->spin_us = env_u32("OMX_SPIN_US", NULL, 100);
+	c->xfer_spin_ns = (uint64_t)env_u32("OMX_XFER_SPIN_US", NULL, 100) * 1000u;
 	c->rx_ring_kb = env_u32("OMX_RX_RING_KB", NULL, 0); /* 0: OMX_RX_RING_AUTO_SLOTS slots, <= 16 MiB */
 	c->rx_split = env_u32("OMX_RX_SPLIT", NULL, 0);
 	c->unexp_max = (uint64_t)env_u32("OMX_UNEXP_MAX_KB", NULL, 65536) * 1024u;

@@ -47,6 +47,7 @@ struct omx_config {
 	uint32_t notacked_max;
 	int waitspin, waitintr, disable_self, connect_pollall;
 	uint32_t spin_us;          /* busy-poll budget of blocking calls before sleeping */
+	uint64_t xfer_spin_ns;     /* ... and while a large transfer is moving (OMX_XFER_SPIN_US) */
 	uint32_t rx_ring_kb;       /* receive ring per endpoint; 0 = OMX_RX_RING_AUTO_SLOTS */
 	uint32_t rx_split;         /* bytes of a frame the ring keeps (longer: split receive); 0 off */
 	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
@@ -362,6 +363,7 @@ struct omx_endpoint {
 	/* large messages */
 	struct omx_region regions[OMX_REGION_MAX];
 	uint32_t large_sends;
+	uint64_t xfer_active_ns; /* last step of a large transfer (RNDV, PULL, reply): omx__wait */
 	struct omx_pull *pulls[OMX_PULL_SLOTS];
 	uint32_t pull_gen[OMX_PULL_SLOTS];
 	struct omx_list pull_list;
@@ -412,6 +414,11 @@ omx_return_t omx__error_global(omx_return_t code, const char *fmt, ...) __attrib
 
 /* endpoint.c */
 void omx__progress(struct omx_endpoint *ep);
+/* A large transfer moved (omx__wait keeps polling a while instead of sleeping between steps). */
+static inline void omx__xfer_touch(struct omx_endpoint *ep)
+{
+	ep->xfer_active_ns = omx_now_ns();
+}
 int omx__endpoint_check(struct omx_endpoint *ep); /* 1 if a live endpoint of this process */
 typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
 /* Wait (lock held) until cond is true, the timeout (ms, OMX_TIMEOUT_INFINITE) expires, or a wakeup.

@@ -50,6 +50,7 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	const struct omx_pkt_pull *q = &pkt->u.pull;
 	uint32_t R = ep->wp.pull_reply_max;
 	omx__count(ep->board, OMX_C_RECV_PULL_REQ);
+	omx__xfer_touch(ep);
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
 	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0) {
 		omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);
@@ -238,6 +239,7 @@ void omx__large_recv_start(union omx_request *r)
 	struct omx_endpoint *ep = r->s.ep;
 	uint32_t X = r->s.status.xfer_length;
 	uint32_t R = ep->wp.pull_reply_max, B = ep->wp.pull_block_replies;
+	omx__xfer_touch(ep);
 	r->s.type = OMX_REQ_RECV_LARGE;
 	if (X == 0) {
 		omx__send_notify(ep, r, 0);
@@ -384,6 +386,7 @@ void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	uint32_t b;
 	uint64_t bit;
 	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
+	omx__xfer_touch(ep);
 	struct omx_pull *pl = pull_reply_check(ep, pkt, &b, &bit);
 	if (pl)
 		pull_reply_accept(ep, pl, pkt, b, bit, 0);

@@ -130,6 +130,7 @@ static int try_send_now(union omx_request *r)
 	if (r->s.type == OMX_REQ_SEND_LARGE) {
 		r->s.state |= OMX_RS_NEED_REPLY;
 		omx__shared_export(r); /* same-host receiver: lets it copy directly */
+		omx__xfer_touch(ep);
 	}
 	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
 	omx__send_sequenced(r);

@@ -292,4 +292,32 @@ check "-c -: stdout is the CSV (lengths 1000 3007 9028 27091 81280)" \
 	[ "$(cut -d, -f1,2 "$TMP/csv.out" | tr '\n' ' ')" = "length,iterations 1000,20 3007,20 9028,20 27091,20 81280,20 " ]
 check "-c -: informational lines on stderr" grep -q "^Starting sender to" "$TMP/csv.err"
 
+# Blocking mode (OMX_SPIN_US=0) with large messages: while a transfer is in flight omx_wait keeps
+# polling (OMX_XFER_SPIN_US) instead of sleeping between its steps. With a 10 s window every wait
+# for a large send (RNDV out, PULL in, replies out, NOTIFY in) is done without sleeping; only
+# waits for an incoming RNDV may sleep. Then, for contrast (not asserted: it depends on timing),
+# the same with the window off.
+for xs in 10000000 0; do
+	# shellcheck disable=SC2046
+	omx_ns_exec 1 env $(host_env 1) OMX_SPIN_US=0 OMX_XFER_SPIN_US=$xs timeout "$TOOL_TIMEOUT" "$PERF" -w \
+		>"$TMP/xs$xs.srv" 2>&1 &
+	srv=$!
+	omx_wait_line '^Starting receiver' "$TMP/xs$xs.srv" 100 "$srv"
+	# shellcheck disable=SC2046
+	omx_ns_exec 0 env $(host_env 0) OMX_SPIN_US=0 OMX_XFER_SPIN_US=$xs timeout "$TOOL_TIMEOUT" "$PERF" \
+		-d "${OMX_HOSTNAME[1]}:0" -w -S 1048576 -E 1048577 -N 20 -W 2 -P 0 >"$TMP/xs$xs.out" 2>&1
+	rc=$?
+	wait "$srv"
+	# shellcheck disable=SC2046
+	omx_ns_exec 0 env $(host_env 0) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/xs$xs.counters" 2>&1
+	spins=$(sed -nE 's/^[0-9]{3}: +([0-9]+) Wait Done While Spinning$/\1/p' "$TMP/xs$xs.counters")
+	sleeps=$(sed -nE 's/^[0-9]{3}: +([0-9]+) Wait Done After Sleeping$/\1/p' "$TMP/xs$xs.counters")
+	echo "  OMX_XFER_SPIN_US=$xs: client waits done spinning ${spins:-0}, after sleeping ${sleeps:-0}"
+	[ "$xs" != 0 ] && spins_window=${spins:-0}
+	sed 's/^/  /' "$TMP/xs$xs.out"
+	check "blocking 1 MiB ping-pong, OMX_XFER_SPIN_US=$xs: client status 0 (got $rc)" [ "$rc" = 0 ]
+done
+check "blocking 1 MiB ping-pong with a 10 s transfer window: the 22 send waits never slept ($spins_window done spinning)" \
+	test "$spins_window" -ge 22
+
 finish

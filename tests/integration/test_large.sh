@@ -39,6 +39,7 @@ check "$(omx_scale 4000) messages of 0-32 KiB both ways (mediums of up to 23 fra
 for h in 0 1; do
 	omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-lossless$h" 2>&1
 done
+grep -HE "Retransmit|Duplicate|Medium Frag|Out of Window|Full|Drop|Fail" "$TMP"/counters-lossless[01] | sed "s|^$TMP/|  |"
 resent=$(sed -nE 's/^[0-9]{3}: +([0-9]+) Retransmit Message$/\1/p' "$TMP/counters-lossless0")
 check "lossless so far: medium fragments received, no duplicate without a retransmission (host 0 resent ${resent:-0})" cond \
 	'grep -qE "^[0-9]{3}: +[1-9][0-9]* Recv Medium Frag" "$TMP/counters-lossless1" &&

@@ -310,10 +310,10 @@ for xs in 10000000 0; do
 	wait "$srv"
 	# shellcheck disable=SC2046
 	omx_ns_exec 0 env $(host_env 0) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/xs$xs.counters" 2>&1
-	spins=$(sed -nE 's/^[0-9]{3}: +([0-9]+) Wait Done While Spinning$/\1/p' "$TMP/xs$xs.counters")
-	sleeps=$(sed -nE 's/^[0-9]{3}: +([0-9]+) Wait Done After Sleeping$/\1/p' "$TMP/xs$xs.counters")
-	echo "  OMX_XFER_SPIN_US=$xs: client waits done spinning ${spins:-0}, after sleeping ${sleeps:-0}"
-	[ "$xs" != 0 ] && spins_window=${spins:-0}
+	spins=$(omx_counter "$TMP/xs$xs.counters" "Wait Done While Spinning")
+	echo "  OMX_XFER_SPIN_US=$xs: client waits done spinning $spins," \
+		"after sleeping $(omx_counter "$TMP/xs$xs.counters" "Wait Done After Sleeping")"
+	[ "$xs" != 0 ] && spins_window=$spins
 	sed 's/^/  /' "$TMP/xs$xs.out"
 	check "blocking 1 MiB ping-pong, OMX_XFER_SPIN_US=$xs: client status 0 (got $rc)" [ "$rc" = 0 ]
 done

@@ -29,6 +29,11 @@ omx_wait_line() {
 	done
 	return 1
 }
+# omx_counter FILE LABEL: the value of counter LABEL (exact label) in FILE, a saved omx_counters
+# listing ("NNN:  value Label" lines; counters at 0 are not listed: 0 then).
+omx_counter() {
+	awk -v l="$2" '{ v = $2; sub(/^[0-9]+: +[0-9]+ /, "") } $0 == l { print v; f = 1; exit } END { if (!f) print 0 }' "$1"
+}
 omx_env() {
 	local i=$1
 	echo "OMX_IFACES=${OMX_IF[$i]} OMX_PEERS=$TMP/peers OMX_HOSTNAME=${OMX_HOSTNAME[$i]} OMX_LOCK_DIR=$TMP/lock$i"

@@ -257,10 +257,21 @@ static void test_unexp_handler_and_self(void)
 /* A NOTIFY sent as soon as its RNDV is matched (nothing to pull: a receive buffer of 0 bytes, or
  * the unexpected handler discarded the message) must carry the ack of that RNDV: with the
  * delayed-ack and resend timers at an hour, a sender that needed either would never complete. */
+/* The endpoints' progress threads read these timers under their endpoint's lock. */
+static void set_ack_resend_delays(uint64_t ack, uint64_t resend)
+{
+	pthread_mutex_lock(&A->lock);
+	pthread_mutex_lock(&B->lock);
+	omx__cfg.ack_delay_ns = ack;
+	omx__cfg.resend_delay_ns = resend;
+	pthread_mutex_unlock(&B->lock);
+	pthread_mutex_unlock(&A->lock);
+}
+
 static void test_notify_acks_rndv(void)
 {
 	uint64_t ack = omx__cfg.ack_delay_ns, resend = omx__cfg.resend_delay_ns;
-	omx__cfg.ack_delay_ns = omx__cfg.resend_delay_ns = 3600ull * 1000000000ull;
+	set_ack_resend_delays(3600ull * 1000000000ull, 3600ull * 1000000000ull);
 	static uint8_t big[100000];
 	omx_request_t sr, rr;
 	omx_status_t st;
@@ -272,8 +283,7 @@ static void test_notify_acks_rndv(void)
 	CHECK(omx_isend(A, big, sizeof(big), a2b, 0xD15CA4D, NULL, &sr) == OMX_SUCCESS);
 	CHECK(wait_req(A, &sr, &st, 5000) && st.code == OMX_MESSAGE_TRUNCATED && st.xfer_length == 0);
 	omx_register_unexp_handler(B, NULL, NULL);
-	omx__cfg.ack_delay_ns = ack;
-	omx__cfg.resend_delay_ns = resend;
+	set_ack_resend_delays(ack, resend);
 }
 
 /* Self communication for every size class, posted first and unexpected first, isend and issend. */

@@ -55,6 +55,7 @@ struct omx_config {
 	int progress_thread;       /* asynchronous progress thread per endpoint */
 	uint64_t close_linger_ns;  /* close waits this long for unacked messages (NOTIFYs...) */
 	uint64_t progress_idle_ns; /* application idle this long -> the thread takes over */
+	int progress_batch;        /* the thread naps under SCHED_BATCH (no wake-up preemption) */
 	uint64_t resend_delay_ns;  /* 0.5 s */
 	uint64_t ack_delay_ns;     /* ~15.6 ms */
 	uint64_t pull_resend_ns;   /* 1 s */
@@ -375,12 +376,15 @@ struct omx_endpoint {
 	int progression_disabled;
 	/* asynchronous progress (progress.c) */
 	pthread_t progress_tid;
-	pthread_cond_t progress_cond; /* the thread's own: not woken by every completion */
+	pthread_cond_t progress_cond;   /* the thread's naps: not woken by every completion */
+	pthread_mutex_t progress_nap;   /* guards the naps and progress_stop, not the endpoint */
+	int progress_stop;              /* set under progress_nap by omx__progress_thread_stop */
 	int progress_started;
 	int in_thread_progress;   /* the progress thread is running a pass */
 	int poller_is_thread;     /* the sleeping poller is the progress thread */
 	uint32_t app_waiters;     /* application threads inside omx__wait */
-	uint64_t last_app_ns;     /* last progression on behalf of the application */
+	uint64_t last_app_ns;     /* last progression on behalf of the application (atomic: the
+				     progress thread reads it without the lock) */
 	/* blocking */
 	int poller_active;
 	uint64_t intr_gen;     /* bumped when OMX_WAITINTR and a signal interrupted the poller */

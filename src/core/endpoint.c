@@ -202,7 +202,7 @@ void omx__progress(struct omx_endpoint *ep)
 	 * millions of times a second): the frames below are handled at most a burst late. */
 	uint64_t now = omx_now_ns();
 	if (!ep->in_thread_progress)
-		ep->last_app_ns = now;
+		__atomic_store_n(&ep->last_app_ns, now, __ATOMIC_RELAXED);
 	while (ep->local_nack_count) {
 		uint8_t f[OMX_FRAME_MIN];
 		memcpy(f, ep->local_nacks[--ep->local_nack_count], sizeof(f));

@@ -5,55 +5,125 @@
  * computed. Here a sender that stops calling the library would stall its receivers' pulls, stop
  * acking, and eventually be declared unreachable. So each endpoint has a thread that keeps out of
  * the way while the application calls in (it only checks every OMX_PROGRESS_IDLE_US), and once
- * the application has been away that long it becomes the endpoint's poller: it sleeps in poll()
- * on the ring and wakes for frames and timers, progressing each time. An application thread that
- * wants to block takes the poller role back (omx__wait kicks the eventfd), so blocking latency is
+ * the application has been away that long, and is not inside the library (the endpoint lock is
+ * free), it becomes the endpoint's poller: it sleeps in poll() on the ring and wakes for frames
+ * and timers, progressing each time. An application thread that wants to block takes the poller role back (omx__wait kicks the eventfd), so blocking latency is
  * not paid twice. OMX_PROGRESS_THREAD=0 turns it off (then, as in the original, nothing moves
  * outside library calls; see docs/tuning.md for the trade-off).
  */
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/core.h"
 
-static void idle_wait(struct omx_endpoint *ep, uint64_t ns)
+/* Nap for ns without the endpoint lock, or until omx__progress_thread_stop. The naps must not
+ * touch the endpoint lock: an application thread holds it for as long as one progress pass takes,
+ * which is long when the pass copies a large same-host message (process_vm_readv of 4 MiB: ~0.4 ms
+ * here). A thread whose timed wait ended on the endpoint lock queued on it mid-copy, was woken by
+ * the unlock, preempted the application on its CPU and went back to sleep: 4 MiB same-host
+ * messages took ~10% longer than with OMX_PROGRESS_THREAD=0 (docs/performance.md). */
+static int nap(struct omx_endpoint *ep, uint64_t ns)
 {
 	struct timespec ts;
 	uint64_t t = omx_now_ns() + ns;
 	ts.tv_sec = (time_t)(t / 1000000000ull);
 	ts.tv_nsec = (long)(t % 1000000000ull);
-	pthread_cond_timedwait(&ep->progress_cond, &ep->lock, &ts);
+	pthread_mutex_lock(&ep->progress_nap);
+	if (!ep->progress_stop)
+		pthread_cond_timedwait(&ep->progress_cond, &ep->progress_nap, &ts);
+	int stop = ep->progress_stop;
+	pthread_mutex_unlock(&ep->progress_nap);
+	return stop;
+}
+
+/* While the application is around the thread only checks on it, every OMX_PROGRESS_IDLE_US, and a
+ * normal thread waking for that check preempts the application on its CPU: on these VMs each
+ * preemption cost the application ~30 us of work (a 4 MiB same-host copy took 10% longer,
+ * docs/performance.md). Wake-ups of a SCHED_BATCH thread do not preempt (the check then runs at
+ * the next tick, or at once on an idle CPU). As the poller, while the application is away, the
+ * thread is a normal one again, so that frames wake it at once. Unprivileged threads may switch
+ * between the two (same nice value); a thread started under another policy (real-time, say) keeps
+ * it. */
+struct progress_sched {
+	int can;   /* SCHED_OTHER at start and OMX_PROGRESS_BATCH */
+	int batch; /* currently SCHED_BATCH */
+};
+
+static void sched_batch(struct progress_sched *ps, int batch)
+{
+	if (!ps->can || ps->batch == batch)
+		return;
+	struct sched_param sp = { 0 };
+	if (pthread_setschedparam(pthread_self(), batch ? SCHED_BATCH : SCHED_OTHER, &sp) == 0)
+		ps->batch = batch;
+	else
+		ps->can = 0;
+}
+
+/* One look at the endpoint once the application has been away for the idle time: progress, then
+ * become the poller (sleep in poll() until a frame or a timer). Endpoint lock held. 0: the
+ * application is there after all (or the endpoint closes), nap instead. */
+static int take_over(struct omx_endpoint *ep, struct progress_sched *ps)
+{
+	uint64_t now = omx_now_ns();
+	if (ep->closing || ep->app_waiters || ep->poller_active || ep->in_handler || ep->progression_disabled ||
+	    now - __atomic_load_n(&ep->last_app_ns, __ATOMIC_RELAXED) < omx__cfg.progress_idle_ns)
+		return 0;
+	ep->in_thread_progress = 1;
+	omx__progress(ep);
+	ep->in_thread_progress = 0;
+	if (ep->closing || ep->app_waiters || ep->poller_active)
+		return 1;
+	sched_batch(ps, 0);
+	ep->poller_is_thread = 1;
+	omx__sleep_as_poller(ep, omx__next_timer(ep));
+	ep->poller_is_thread = 0;
+	if (!ep->closing) {
+		ep->in_thread_progress = 1;
+		omx__progress(ep);
+		ep->in_thread_progress = 0;
+	}
+	return 1;
 }
 
 static void *progress_main(void *arg)
 {
 	struct omx_endpoint *ep = arg;
-	pthread_mutex_lock(&ep->lock);
-	while (!ep->closing) {
-		uint64_t now = omx_now_ns();
-		uint64_t idle = omx__cfg.progress_idle_ns;
-		if (ep->app_waiters || ep->poller_active || ep->in_handler || ep->progression_disabled ||
-		    now - ep->last_app_ns < idle) {
-			/* The application is here (or asleep as poller itself): stay out of its way. */
-			uint64_t left = ep->app_waiters || ep->poller_active ? idle : idle - (now - ep->last_app_ns);
-			idle_wait(ep, left ? left : idle);
+	uint64_t idle = omx__cfg.progress_idle_ns;
+	struct progress_sched ps = { 0, 0 };
+	int policy;
+	struct sched_param sp;
+	if (omx__cfg.progress_batch && pthread_getschedparam(pthread_self(), &policy, &sp) == 0 && policy == SCHED_OTHER)
+		ps.can = 1;
+	sched_batch(&ps, 1);
+	for (;;) {
+		/* The application progressed recently: it is here, stay out of its way (no lock). */
+		uint64_t since = omx_now_ns() - __atomic_load_n(&ep->last_app_ns, __ATOMIC_RELAXED);
+		if (since < idle) {
+			sched_batch(&ps, 1);
+			if (nap(ep, idle - since))
+				break;
 			continue;
 		}
-		ep->in_thread_progress = 1;
-		omx__progress(ep);
-		ep->in_thread_progress = 0;
-		if (ep->closing || ep->app_waiters || ep->poller_active)
-			continue;
-		ep->poller_is_thread = 1;
-		omx__sleep_as_poller(ep, omx__next_timer(ep));
-		ep->poller_is_thread = 0;
-		if (ep->closing)
+		/* Lock taken by someone else: an application thread is inside the library, progressing
+		 * (a long copy, say), or about to. Look again later rather than queue behind it. */
+		int took = 0;
+		if (pthread_mutex_trylock(&ep->lock) == 0) {
+			took = take_over(ep, &ps);
+			pthread_mutex_unlock(&ep->lock);
+		}
+		if (!took) {
+			sched_batch(&ps, 1);
+			if (nap(ep, idle))
+				break;
+		}
+		pthread_mutex_lock(&ep->progress_nap);
+		int stop = ep->progress_stop;
+		pthread_mutex_unlock(&ep->progress_nap);
+		if (stop)
 			break;
-		ep->in_thread_progress = 1;
-		omx__progress(ep);
-		ep->in_thread_progress = 0;
 	}
-	pthread_mutex_unlock(&ep->lock);
 	return NULL;
 }
 
@@ -64,8 +134,11 @@ int omx__progress_thread_start(struct omx_endpoint *ep)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ep->progress_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&ep->progress_nap, NULL);
+	ep->progress_stop = 0;
 	if (pthread_create(&ep->progress_tid, NULL, progress_main, ep) != 0) {
 		pthread_cond_destroy(&ep->progress_cond);
+		pthread_mutex_destroy(&ep->progress_nap);
 		return -1;
 	}
 	ep->progress_started = 1;
@@ -76,10 +149,12 @@ void omx__progress_thread_stop(struct omx_endpoint *ep)
 {
 	if (!ep->progress_started)
 		return;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(&ep->progress_nap);
+	ep->progress_stop = 1;
 	pthread_cond_signal(&ep->progress_cond);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(&ep->progress_nap);
 	pthread_join(ep->progress_tid, NULL);
 	pthread_cond_destroy(&ep->progress_cond);
+	pthread_mutex_destroy(&ep->progress_nap);
 	ep->progress_started = 0;
 }

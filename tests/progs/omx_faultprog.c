@@ -209,8 +209,8 @@ static int sendloop(int argc, char **argv)
 	return 0;
 }
 
-/* sleepsend HOST EP BYTES SECS MARKER: post one large send, sleep SECS without calling the
- * library, create MARKER, then wait for the send. recvcheck BYTES MARKER: receive it, verify the
+/* sleepsend HOST EP BYTES SECS MARKER [spin]: post one large send, sleep SECS without calling the
+ * library (with "spin": compute, busy on the CPU, for SECS), create MARKER, then wait for the send. recvcheck BYTES MARKER: receive it, verify the
  * pattern, and say whether it completed before MARKER existed (i.e. while the sender slept). */
 static void fill_pattern(uint8_t *b, size_t n)
 {
@@ -242,7 +242,19 @@ static int sleepsend(int argc, char **argv)
 	omx_isend(ep, buf, n, addr, 0x51EE9, NULL, &req);
 	printf("posted\n");
 	fflush(stdout);
-	sleep((unsigned)secs); /* computing: no library call */
+	if (argc > 6 && !strcmp(argv[6], "spin")) {
+		/* computing on the CPU: the progress thread must get it from us to answer the pulls */
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		volatile uint64_t work = 0;
+		do {
+			for (int i = 0; i < 100000; i++)
+				work += (uint64_t)i * 2654435761u;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while (t.tv_sec - t0.tv_sec < secs);
+	} else {
+		sleep((unsigned)secs); /* computing: no library call */
+	}
 	FILE *f = fopen(argv[5], "w");
 	if (f)
 		fclose(f);

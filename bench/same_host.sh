@@ -18,9 +18,9 @@
 # for the baselines and shrinking with the length for them and for MPI, at least 20); with -U the
 # replies are empty and the bandwidth counts one direction (both otherwise), in every mode.
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
-# Environment: OMX_BUILD [./build], MODES ["shm twocopy frames"], PLACES ["any"]: any (not
-# pinned), diff (the two processes pinned to cores 0 and 1), same (both pinned to core 0; the
-# busy-polling modes then yield between polls: omx_perf -y, Open MPI mpi_yield_when_idle=1),
+# Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
+# PLACES ["any"]: any (not pinned), diff (the two processes pinned to cores 0 and 1), same (both
+# pinned to core 0; the busy-polling modes then yield between polls: omx_perf -y, Open MPI mpi_yield_when_idle=1),
 # PERF (another omx_perf binary, e.g. an older build, for before/after comparisons).
 # Runs are interleaved: run r of every mode and placement before run r+1 of any.
 # Output: one line per (mode, placement, length): the median latency (us, half a round trip)
@@ -51,7 +51,7 @@ for ((l = S; l < E; l = l ? l * M : 1)); do LENGTHS+=" $l"; done
 source "$SRC/tests/integration/lib/netns.sh" || exit 1
 TMP=$(mktemp -d /tmp/omx-samehost.XXXXXX)
 omx_at_exit "rm -rf $TMP"
-omx_netns_setup 2 9000 || exit 1
+omx_netns_setup 2 "${MTU:-9000}" || exit 1
 omx_netns_peers_file "$TMP/peers"
 mkdir -p "$TMP/lock"
 H=${OMX_HOSTNAME[0]}

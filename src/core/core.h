@@ -27,6 +27,8 @@
 #define OMX_PULL_SLOTS 1024
 #define OMX_RX_RING_AUTO_SLOTS 1024u          /* receive ring slots without OMX_RX_RING_KB */
 #define OMX_RX_RING_AUTO_MAX (16ull << 20)   /* ... and its size limit */
+#define OMX_SHARED_RING_AUTO_SLOTS 128u      /* shared-memory ring slots without OMX_SHARED_RING_KB */
+#define OMX_SHARED_RING_AUTO_MAX (8ull << 20) /* ... and its size limit (64 slots at least) */
 #define OMX_PULL_GEN_START 0x23u
 #define OMX_REGION_SEQNUM_START 23
 
@@ -72,7 +74,7 @@ struct omx_config {
 	int shared_disabled;          /* OMX_DISABLE_SHARED: frames over Unix sockets only */
 	int shared_single_copy;       /* OMX_SHARED_SINGLE_COPY: process_vm_readv for large messages */
 	uint64_t shared_nt_threshold; /* OMX_SHARED_NT_THRESHOLD: non-temporal copies from this size */
-	uint32_t shared_ring_kb;      /* OMX_SHARED_RING_KB: receive ring per endpoint */
+	uint32_t shared_ring_kb;      /* OMX_SHARED_RING_KB: receive ring per endpoint; 0 = auto */
 };
 extern struct omx_config omx__cfg;
 
@@ -432,6 +434,7 @@ void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */
 unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu);
+uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu);
 uint64_t omx__next_timer(struct omx_endpoint *ep);
 void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until);
 

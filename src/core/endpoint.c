@@ -129,6 +129,25 @@ unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu)
 	return (unsigned)(bytes / slot);
 }
 
+/*
+ * Shared-memory ring bytes (shm/ring.c makes that a power-of-two count of MTU-sized slots). Each
+ * frame takes the next slot, so the ring cycles through slot count x frame size bytes: with 512
+ * slots (the old 8 MiB default at MTU 9000) 4 KiB messages went through 2 MiB, out of the
+ * caches, and took 1.8 us where 64 or 128 slots take 1.26 (docs/performance.md). By default
+ * (ring_kb 0) OMX_SHARED_RING_AUTO_SLOTS slots, fewer for huge MTUs (the ring's floor of 64 slots
+ * may pass OMX_SHARED_RING_AUTO_MAX); OMX_SHARED_RING_KB sets bytes.
+ */
+uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu)
+{
+	if (ring_kb)
+		return (uint64_t)ring_kb * 1024u;
+	uint64_t slot = (uint64_t)mtu + 256u; /* >= the ring's slot stride (frame + header, rounded) */
+	uint64_t slots = OMX_SHARED_RING_AUTO_SLOTS;
+	while (slots > 64 && slots * slot > OMX_SHARED_RING_AUTO_MAX)
+		slots /= 2;
+	return slots * slot;
+}
+
 /* Payloads from this size on are not copied into the frame buffer but handed to the transport
  * as a second iovec (the kernel or the ring push copies them once anyway): one copy less per
  * byte of medium fragments and pull replies. Below it, one contiguous copy is cheaper. */
@@ -510,7 +529,9 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 	}
 	if (!hub) {
 		int lerr = 0;
-		struct omx_net_local_opts lo = { !omx__cfg.shared_disabled, omx__cfg.shared_ring_kb * 1024u, ep->session };
+		struct omx_net_local_opts lo = { !omx__cfg.shared_disabled,
+						  (uint32_t)omx__shared_ring_bytes(omx__cfg.shared_ring_kb, ep->board->iface.mtu),
+						  ep->session };
 		ep->local = omx_net_local_open(ep->board->iface.mac, ep->board->iface.mtu, (uint8_t)ep->endpoint_index, &lo,
 					       &lerr);
 		if (!ep->local) {

@@ -176,6 +176,11 @@ static int map_ring(struct omx_shm_ring *r, size_t size)
 	return 0;
 }
 
+uint32_t omx_shm_ring_slots(const struct omx_shm_ring *r)
+{
+	return r->mask + 1;
+}
+
 struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint, uint32_t slot_bytes,
 					 uint32_t ring_bytes, uint32_t session, int *err)
 {

@@ -24,10 +24,12 @@
 
 struct omx_shm_ring; /* a mapped ring: ours (consumer) or a peer's (producer) */
 
-/* Create the ring of (mac, endpoint): `slot_bytes` largest frame, about `ring_bytes` in total.
+/* Create the ring of (mac, endpoint): `slot_bytes` largest frame, about `ring_bytes` in total: the
+ * largest power-of-two count of slots (64 to 4096) that fits, half of ring_bytes at least.
  * Replaces a stale file of a dead owner. NULL with *err = -errno (-EBUSY: a live owner has it). */
 struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint, uint32_t slot_bytes,
 					 uint32_t ring_bytes, uint32_t session, int *err);
+uint32_t omx_shm_ring_slots(const struct omx_shm_ring *r); /* its slot count */
 /* Attach to a peer's ring. NULL with *err: -ENOENT nobody, -ECONNREFUSED owner dead or closed,
  * -EPROTO not a ring of ours (bad header). */
 struct omx_shm_ring *omx_shm_ring_attach(const uint8_t mac[6], uint8_t endpoint, int *err);

@@ -6,7 +6,8 @@
  * once; when A finally posts its receives, every one of B's messages arrives, intact and in order
  * (refused messages were retransmitted, nothing was lost), and all charges are given back.
  * Then C floods A with 3,000 connect requests: all answered, none leaves state behind in A.
- * Also: the receive ring's default size (slots, bounded bytes) and OMX_RX_RING_KB.
+ * Also: the receive rings' default sizes (slots, bounded bytes), OMX_RX_RING_KB and
+ * OMX_SHARED_RING_KB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "core/core.h"
 #include "core/counters.h"
 #include "core/testhooks.h"
+#include "shm/shm.h"
 
 #define UNIT_PUMP pump
 #include "unit_check.h"
@@ -121,12 +123,38 @@ static void ring_sizing(void)
 	CHECK(omx__rx_ring_frames(65536, 65535) == (65536ull * 1024u) / (65535 + 128)); /* past the auto cap */
 }
 
+/* Shared-memory ring: 128 slots by default whatever the MTU, 64 (the ring's floor) at 65535;
+ * OMX_SHARED_RING_KB sets bytes. Checked on real rings (slot count as the ring made it). */
+static void shared_ring_sizing(void)
+{
+	static const uint32_t mtus[] = { 1500, 9000, 65535 };
+	static const uint32_t want[] = { 128, 128, 64 };
+	uint8_t mac[6] = { 2, 0, 0, 0x5a, 0, 1 };
+	for (unsigned i = 0; i < 3; i++) {
+		int err = 0;
+		struct omx_shm_ring *r = omx_shm_ring_create(mac, (uint8_t)i, mtus[i] + 64,
+							     (uint32_t)omx__shared_ring_bytes(0, mtus[i]), 1, &err);
+		CHECK(r && omx_shm_ring_slots(r) == want[i]);
+		if (r)
+			omx_shm_ring_close(r);
+	}
+	CHECK(omx__shared_ring_bytes(0, 9000) <= OMX_SHARED_RING_AUTO_MAX);
+	CHECK(omx__shared_ring_bytes(8192, 9000) == 8192u * 1024u);
+	int err = 0;
+	struct omx_shm_ring *r = omx_shm_ring_create(mac, 3, 9000 + 64, (uint32_t)omx__shared_ring_bytes(8192, 9000), 1, &err);
+	CHECK(r && omx_shm_ring_slots(r) == 512); /* the old default: 8 MiB of 9 KB slots */
+	if (r)
+		omx_shm_ring_close(r);
+}
+
 int main(void)
 {
 	ring_sizing();
 	char dir[] = "/tmp/omx-test-XXXXXX";
 	if (unit_lock_dir(dir) < 0)
 		return 2;
+	setenv("OMX_SHM_DIR", dir, 1);
+	shared_ring_sizing();
 	setenv("OMX_IFACES", "mem0,mem1,mem2", 1);
 	setenv("OMX_HOSTNAME", "unit", 1);
 	setenv("OMX_RESEND_DELAY_MS", "20", 1);

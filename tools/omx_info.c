@@ -176,6 +176,12 @@ static void show_config(void)
 	else
 		printf("  OMX_RX_RING_KB = auto (%u slots of the MTU, at most %llu KiB)\n", OMX_RX_RING_AUTO_SLOTS,
 		       OMX_RX_RING_AUTO_MAX >> 10);
+	if (c->shared_ring_kb)
+		printf("  OMX_SHARED_RING_KB = %" PRIu32 "\n", c->shared_ring_kb);
+	else
+		printf("  OMX_SHARED_RING_KB = auto (%u slots of the MTU, 64 at least, at most %llu KiB above that)\n",
+		       OMX_SHARED_RING_AUTO_SLOTS, OMX_SHARED_RING_AUTO_MAX >> 10);
+	printf("  OMX_PROGRESS_BATCH = %d\n", c->progress_batch);
 	printf("  OMX_ENDPOINT_MAX = %" PRIu32 "\n", c->endpoint_max);
 	printf("  OMX_PEER_MAX = %" PRIu32 "\n", c->peer_max);
 	printf("  OMX_CTXIDS = %u,%u\n", (unsigned)c->ctxid_bits, (unsigned)c->ctxid_shift);

@@ -34,10 +34,12 @@
 #include "shm/shm.h"
 
 #define RING_MAGIC 0x524d584fu /* "OXMR" */
-#define RING_VERSION 1u
+#define RING_VERSION 2u /* 2: export entries on their own cache lines */
 #define STALL_NS 1000000000ull
 #define TAIL_CHECK 1024u
 
+/* A receiver reads an entry right after the RNDV that names it, from the sender's cache: aligned,
+ * the header and the first two segments (most exports) are one line, one transfer. */
 struct export_ent {
 	uint32_t gen; /* seqlock: odd while being rewritten */
 	uint32_t valid;
@@ -47,7 +49,7 @@ struct export_ent {
 	uint32_t pad;
 	uint64_t total;
 	uint64_t seg[OMX_SHM_EXPORT_SEGS][2]; /* address, length */
-};
+} __attribute__((aligned(64)));
 
 struct ring_hdr {
 	uint32_t magic, version;

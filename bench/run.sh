@@ -64,6 +64,13 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" = 0 ] || die "must run as root (network namespaces, raw sockets)"
+# What the build and the baselines need (scripts/deps.sh), and Debian's matplotlib for the plots
+# (report.py runs under /usr/bin/python3).
+"$SRC/scripts/deps.sh" >&2 || die "scripts/deps.sh failed"
+if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib >/dev/null 2>&1 ||
+		log "python3-matplotlib could not be installed: the report will have no plots"
+fi
 for cmd in ip unshare timeout taskset cmake ninja; do
 	command -v "$cmd" >/dev/null 2>&1 || die "'$cmd' not found"
 done

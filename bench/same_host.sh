@@ -9,7 +9,8 @@
 # twocopy (OMX_SHARED_SINGLE_COPY=0: large messages pulled through the rings), frames
 # (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path);
 # vader-cma / vader-none: Open MPI (ob1, btl vader,self) with btl_vader_single_copy_mechanism
-# cma / none (bench/mpi_shm_pingpong.c, compiled with mpicc here; mpirun as root);
+# cma / none (bench/mpi_shm_pingpong.c, compiled with mpicc here; mpirun as root); ucx: the same
+# program over Open MPI's pml ucx with UCX's shared-memory transports (UCX_TLS=sm,self);
 # and the baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare
 # shared-memory flag + memcpy: the floor of any shared-memory path), and ring (bench/ring_pingpong.c:
 # omx's shared-memory ring alone, frames of the message length + 40 header bytes, up to 9176 B:
@@ -68,7 +69,7 @@ for l in sorted(lat):
 LP=$BUILD/bench/local_pingpong
 RP=$BUILD/bench/ring_pingpong
 MPIPP=$TMP/mpi_shm_pingpong
-if [[ " $MODES " == *" vader-"* ]]; then
+if [[ " $MODES " == *" vader-"* || " $MODES " == *" ucx "* ]]; then
 	mpicc -O2 -o "$MPIPP" "$HERE/mpi_shm_pingpong.c" || exit 1
 fi
 # pin PLACE SIDE: the command prefix pinning side 0 (server / rank 0) or 1 of a placement
@@ -102,8 +103,13 @@ run_once() { # mode place run
 		done >"$out"
 		return
 		;;
-	vader-*)
+	vader-* | ucx)
 		local mca=(--mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism "${mode#vader-}")
+		# UCX (Debian's libucx0 under Open MPI's pml ucx): its shared-memory transports only
+		# (posix/sysv eager, cma for large messages); Open MPI selects pml ucx only over RDMA devices
+		# unless told otherwise (pml_ucx_tls / pml_ucx_devices any)
+		[ "$mode" = ucx ] && mca=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx
+			-x UCX_TLS=sm,self -x UCX_WARN_UNUSED_ENV_VARS=n)
 		[ "$place" = same ] && mca+=(--mca mpi_yield_when_idle 1)
 		local pp=("$MPIPP" "$S" "$E" "$M" "$N")
 		[ $U = 1 ] && pp+=(-U)

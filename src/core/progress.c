@@ -17,12 +17,11 @@
 
 #include "core/core.h"
 
-/* Nap for ns without the endpoint lock, or until omx__progress_thread_stop. The naps must not
- * touch the endpoint lock: an application thread holds it for as long as one progress pass takes,
- * which is long when the pass copies a large same-host message (process_vm_readv of 4 MiB: ~0.4 ms
- * here). A thread whose timed wait ended on the endpoint lock queued on it mid-copy, was woken by
- * the unlock, preempted the application on its CPU and went back to sleep: 4 MiB same-host
- * messages took ~10% longer than with OMX_PROGRESS_THREAD=0 (docs/performance.md). */
+/* Nap for ns, or until omx__progress_thread_stop, without the endpoint lock: an application thread
+ * holds that lock for as long as one progress pass takes, which is long when the pass copies a
+ * large same-host message (process_vm_readv of 4 MiB: ~0.4 ms here), and a thread whose timed
+ * wait ends on it queues there and makes the application's unlock a wake-up system call. (Not
+ * what made those copies slow: that was the preemption itself, see struct progress_sched.) */
 static int nap(struct omx_endpoint *ep, uint64_t ns)
 {
 	struct timespec ts;

@@ -57,7 +57,8 @@ struct omx_config {
 	int progress_thread;       /* asynchronous progress thread per endpoint */
 	uint64_t close_linger_ns;  /* close waits this long for unacked messages (NOTIFYs...) */
 	uint64_t progress_idle_ns; /* application idle this long -> the thread takes over */
-	int progress_batch;        /* the thread naps under SCHED_BATCH (no wake-up preemption) */
+	int progress_batch;        /* the thread naps under SCHED_BATCH (no wake-up preemption); off:
+				      oversubscribed processes need the preemption (docs/tuning.md) */
 	uint64_t resend_delay_ns;  /* 0.5 s */
 	uint64_t ack_delay_ns;     /* ~15.6 ms */
 	uint64_t pull_resend_ns;   /* 1 s */

@@ -41,9 +41,11 @@ static int nap(struct omx_endpoint *ep, uint64_t ns)
  * preemption cost the application ~30 us of work (a 4 MiB same-host copy took 10% longer,
  * docs/performance.md). Wake-ups of a SCHED_BATCH thread do not preempt (the check then runs at
  * the next tick, or at once on an idle CPU). As the poller, while the application is away, the
- * thread is a normal one again, so that frames wake it at once. Unprivileged threads may switch
- * between the two (same nice value); a thread started under another policy (real-time, say) keeps
- * it. */
+ * thread is a normal one again, so that frames wake it at once. Only with OMX_PROGRESS_BATCH=1:
+ * when processes outnumber CPUs, the thread of a process waiting for a CPU must preempt whoever
+ * runs to answer its peers in time (Open MPI, 4 ranks on 2 CPUs and a busy loop: slower, and a
+ * job stalled past its 45 s limit with batch naps). Unprivileged threads may switch between the
+ * two (same nice value); a thread started under another policy (real-time, say) keeps it. */
 struct progress_sched {
 	int can;   /* SCHED_OTHER at start and OMX_PROGRESS_BATCH */
 	int batch; /* currently SCHED_BATCH */

@@ -83,18 +83,19 @@ for thread in 1 0; do
 done
 check "progress thread: 32 MiB received intact while the sender slept" grep -q "Success, data intact, while the sender slept" "$TMP/recv1.log"
 check "without it (OMX_PROGRESS_THREAD=0): only after the sender woke" grep -q "Success, data intact, after the sender woke" "$TMP/recv0.log"
-# the same with a sender busy on its CPU (pinned with its progress thread to one CPU): the thread
-# waits for the CPU under SCHED_BATCH while it only checks on the application, and must still get
-# it, take over and answer the pulls (as a normal thread) while the application computes
+# the same with a sender busy on its CPU (pinned with its progress thread to one CPU), with batch
+# naps (OMX_PROGRESS_BATCH=1): the thread waits for the CPU under SCHED_BATCH while it only checks
+# on the application, and must still get it, take over and answer the pulls (as a normal thread)
+# while the application computes
 rm -f "$TMP/woke"
 omx_host_exec 1 env $(omx_env 1) timeout 120 "$P" recvcheck 33554432 "$TMP/woke" >"$TMP/recvspin.log" 2>&1 &
 R=$!
 for _ in $(seq 100); do grep -q ready "$TMP/recvspin.log" && break; sleep 0.05; done
-omx_host_exec 0 env $(omx_env 0) timeout 120 taskset -c 0 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 33554432 4 \
+omx_host_exec 0 env $(omx_env 0) OMX_PROGRESS_BATCH=1 timeout 120 taskset -c 0 "$P" sleepsend "${OMX_HOSTNAME[1]}:0" 0 33554432 4 \
 	"$TMP/woke" spin >"$TMP/sendspin.log" 2>&1
 wait $R
 sed "s/^/  [spinning sender] /" "$TMP/recvspin.log" "$TMP/sendspin.log"
-check "progress thread: 32 MiB received intact while the sender computed on its only CPU" \
+check "progress thread (batch naps): 32 MiB received intact while the sender computed on its only CPU" \
 	grep -q "Success, data intact, while the sender slept" "$TMP/recvspin.log"
 
 # sender killed mid-transfer, a keeper on its host answers for the closed endpoint: the pull fails

@@ -398,6 +398,7 @@ struct omx_endpoint {
 	uint8_t *txbuf;
 	size_t txbuf_len;
 	uint8_t *pullbuf; /* gathers multi-segment pull replies */
+	struct omx_wire_params wp_local; /* frames to and from endpoints of this host (wire.c) */
 };
 
 /* ---- internal functions ---- */
@@ -485,6 +486,13 @@ void omx__build_notify(union omx_request *r, struct omx_pkt *pkt);
 
 /* recv.c */
 void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
+void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len); /* same-host transport */
+int omx__is_local_mac(const uint8_t mac[6]); /* a board of this host */
+/* Wire parameters of frames exchanged with the board of that MAC (same host: ep->wp_local). */
+static inline const struct omx_wire_params *omx__wp_for(const struct omx_endpoint *ep, const uint8_t mac[6])
+{
+	return ep->local && omx__is_local_mac(mac) ? &ep->wp_local : &ep->wp;
+}
 omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
 			    uint64_t mask, void *context, omx_request_t *request);
 int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request **out);

@@ -61,7 +61,7 @@ static int slot_lock(struct omx_endpoint *ep)
 /* ---- transmission ---- */
 
 /* Is this MAC one of our boards (a same-host destination)? */
-static int is_local_mac(const uint8_t mac[6])
+int omx__is_local_mac(const uint8_t mac[6])
 {
 	for (uint32_t i = 0; i < omx__g.board_count; i++)
 		if (!memcmp(omx__g.boards[i].iface.mac, mac, 6))
@@ -159,24 +159,25 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 	struct iovec iov[2];
 	unsigned iovcnt = 1;
 	size_t n;
+	int local = ep->local && omx__is_local_mac(pkt->dst_mac);
+	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp;
 	if ((pkt->ptype == OMX_PT_MEDIUM || pkt->ptype == OMX_PT_PULL_REPLY) && pkt->payload &&
 	    pkt->payload_len >= OMX_GATHER_MIN) {
-		n = omx_wire_encode_header(&ep->wp, pkt, ep->txbuf, ep->txbuf_len);
+		n = omx_wire_encode_header(wp, pkt, ep->txbuf, ep->txbuf_len);
 		iov[1].iov_base = (void *)pkt->payload;
 		iov[1].iov_len = pkt->payload_len;
 		iovcnt = 2;
 	} else {
-		n = omx_wire_encode(&ep->wp, pkt, ep->txbuf, ep->txbuf_len);
+		n = omx_wire_encode(wp, pkt, ep->txbuf, ep->txbuf_len);
 	}
 	if (!n) {
 		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
 		return;
 	}
-	int local = ep->local && is_local_mac(pkt->dst_mac);
 	if (local && iovcnt == 1 && n == OMX_FRAME_MIN) {
 		/* No Ethernet on the way: unpadded, a tiny message fits one cache line of the ring slot
 		 * (one line transfer less per message). */
-		size_t unpadded = omx_wire_frame_len(&ep->wp, pkt);
+		size_t unpadded = omx_wire_frame_len(wp, pkt);
 		if (unpadded && unpadded < n)
 			n = unpadded;
 	}
@@ -231,7 +232,7 @@ void omx__progress(struct omx_endpoint *ep)
 		if (ep->net->ops->recv_burst(ep->net, omx__recv_frame, ep, 64) < 64)
 			break;
 	for (int i = 0; ep->local && i < 16; i++)
-		if (ep->local->ops->recv_burst(ep->local, omx__recv_frame, ep, 64) < 64)
+		if (ep->local->ops->recv_burst(ep->local, omx__recv_frame_local, ep, 64) < 64)
 			break;
 	omx__resend_due(ep, now);
 	omx__connect_resend_due(ep, now);
@@ -529,11 +530,13 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 	}
 	if (!hub) {
 		int lerr = 0;
+		/* Ring slots (and socket frames) for the frames of this host (wire_local: 8 KiB medium
+		 * fragments whatever the interface MTU). */
+		uint32_t lmtu = ep->board->iface.mtu > ep->wp_local.mtu ? ep->board->iface.mtu : ep->wp_local.mtu;
 		struct omx_net_local_opts lo = { !omx__cfg.shared_disabled,
-						  (uint32_t)omx__shared_ring_bytes(omx__cfg.shared_ring_kb, ep->board->iface.mtu),
+						  (uint32_t)omx__shared_ring_bytes(omx__cfg.shared_ring_kb, lmtu),
 						  ep->session };
-		ep->local = omx_net_local_open(ep->board->iface.mac, ep->board->iface.mtu, (uint8_t)ep->endpoint_index, &lo,
-					       &lerr);
+		ep->local = omx_net_local_open(ep->board->iface.mac, lmtu, (uint8_t)ep->endpoint_index, &lo, &lerr);
 		if (!ep->local) {
 			omx__warn("no same-host path for endpoint %u: %s\n", ep->endpoint_index, strerror(-lerr));
 		} else if (lo.shared && !omx_net_local_own_ring(ep->local)) {
@@ -575,6 +578,7 @@ static omx_return_t try_open(struct omx_endpoint *ep, uint32_t board, uint32_t i
 			  omx__cfg.wire_mode == OMX_WIRE_COMPAT ? OMX_WIRE_COMPAT_MTU : OMX_WIRE_MTU_MIN);
 		return OMX_BOARD_NOT_FOUND;
 	}
+	omx_wire_params_local(&ep->wp, &ep->wp_local);
 	if (omx__test_session_base())
 		ep->session = omx__test_session_base() + board * 256u + index; /* reproducible frames (fuzzing) */
 	else if (getrandom(&ep->session, sizeof(ep->session), 0) != sizeof(ep->session))
@@ -674,7 +678,7 @@ static void apply_binding(struct omx_endpoint *ep)
 static omx_return_t endpoint_setup(struct omx_endpoint *ep)
 {
 	ep->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ep->txbuf_len = ep->wp.mtu + 64;
+	ep->txbuf_len = (ep->wp_local.mtu > ep->wp.mtu ? ep->wp_local.mtu : ep->wp.mtu) + 64;
 	ep->txbuf = malloc(ep->txbuf_len);
 	ep->pullbuf = malloc(ep->wp.pull_reply_max);
 	ep->partners = calloc(omx__cfg.peer_max, sizeof(*ep->partners));

@@ -91,9 +91,9 @@ static void message_received(struct omx_partner *p)
 
 /* ---- delivering data ---- */
 
-static uint32_t frag_offset(struct omx_endpoint *ep, uint8_t frag)
+static uint32_t frag_offset(const struct omx_wire_params *wp, uint8_t frag)
 {
-	return ep->wp.mode == OMX_WIRE_COMPAT ? ((uint32_t)frag << ep->wp.frag_pipeline) : frag * ep->wp.medium_frag_max;
+	return wp->mode == OMX_WIRE_COMPAT ? ((uint32_t)frag << wp->frag_pipeline) : frag * wp->medium_frag_max;
 }
 
 /* All bytes of a medium are in: finish it (matched) or leave it queued (still unexpected). */
@@ -114,7 +114,7 @@ static void medium_done(union omx_request *r)
 static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const struct omx_pkt *pkt)
 {
 	uint8_t i = pkt->u.msg.frag_seqnum;
-	uint32_t off = frag_offset(ep, i);
+	uint32_t off = frag_offset(omx__wp_for(ep, r->s.partner->mac), i);
 	uint32_t n = pkt->u.msg.frag_length;
 	if ((r->s.u.recv.frags_mask >> i) & 1) {
 		omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
@@ -341,7 +341,7 @@ static void drain_early(struct omx_endpoint *ep, struct omx_partner *p)
 		p->early_count--;
 		omx__early_uncharge(p, e->len);
 		struct omx_pkt pkt;
-		if (omx_wire_decode(&ep->wp, e->frame, e->len, &pkt) == OMX_WIRE_OK)
+		if (omx_wire_decode(omx__wp_for(ep, p->mac), e->frame, e->len, &pkt) == OMX_WIRE_OK)
 			recv_sequenced(ep, p, &pkt, e->frame, e->len, 1);
 		free(e);
 	}
@@ -476,11 +476,25 @@ static void recv_truc(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	omx__ack_received(p, pkt->u.truc.lib_seqnum);
 }
 
+static void recv_frame(struct omx_endpoint *ep, const struct omx_wire_params *wp, const uint8_t *frame, size_t len);
+
 void omx__recv_frame(void *arg, const uint8_t *frame, size_t len)
 {
 	struct omx_endpoint *ep = arg;
+	recv_frame(ep, &ep->wp, frame, len);
+}
+
+/* Frames of the same-host transport: decoded with the same-host parameters their sender used. */
+void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len)
+{
+	struct omx_endpoint *ep = arg;
+	recv_frame(ep, &ep->wp_local, frame, len);
+}
+
+static void recv_frame(struct omx_endpoint *ep, const struct omx_wire_params *wp, const uint8_t *frame, size_t len)
+{
 	struct omx_pkt pkt;
-	enum omx_wire_err err = omx_wire_decode(&ep->wp, frame, len, &pkt);
+	enum omx_wire_err err = omx_wire_decode(wp, frame, len, &pkt);
 	if (err != OMX_WIRE_OK) {
 		if (err < OMX_WIRE_ERR_COUNT && wire_err_counter[err])
 			omx__count(ep->board, wire_err_counter[err]);

@@ -52,13 +52,14 @@ void omx__send_sequenced(union omx_request *r)
 		omx__send_frame(ep, &pkt, r->s.type == OMX_REQ_SEND_TINY ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
 		break;
 	case OMX_REQ_SEND_MEDIUM: {
-		uint32_t F = ep->wp.medium_frag_max;
+		const struct omx_wire_params *wp = omx__wp_for(ep, r->s.partner->mac);
+		uint32_t F = wp->medium_frag_max;
 		for (uint32_t i = 0, off = 0; off < len; i++, off += F) {
 			fill_msg_head(&pkt, r, OMX_PT_MEDIUM);
 			pkt.u.msg.length = len;
 			pkt.u.msg.frag_seqnum = (uint8_t)i;
 			pkt.u.msg.frag_length = (uint16_t)(len - off < F ? len - off : F);
-			pkt.u.msg.frag_pipeline = ep->wp.frag_pipeline;
+			pkt.u.msg.frag_pipeline = wp->frag_pipeline;
 			pkt.payload = r->s.u.send.data + off;
 			pkt.payload_len = pkt.u.msg.frag_length;
 			omx__send_frame(ep, &pkt, OMX_C_SEND_MEDIUMSQ_FRAG);
@@ -341,8 +342,11 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 {
 	uint32_t len = r->s.total_len;
 	uint32_t threshold = omx__partner_shared(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__cfg.rndv_threshold;
-	if (threshold > ep->wp.medium_max)
-		threshold = ep->wp.medium_max;
+	if (threshold > ep->wp.medium_max) { /* same-host partners' mediums may be larger (wire.c) */
+		uint32_t medium_max = omx__wp_for(ep, r->s.partner->mac)->medium_max;
+		if (threshold > medium_max)
+			threshold = medium_max;
+	}
 	if (synchronous || len > threshold) {
 		r->s.type = OMX_REQ_SEND_LARGE;
 		return OMX_SUCCESS;

@@ -64,6 +64,18 @@ int omx_wire_params_init(struct omx_wire_params *p, enum omx_wire_mode mode, uin
 	return 0;
 }
 
+void omx_wire_params_local(const struct omx_wire_params *wp, struct omx_wire_params *local)
+{
+	*local = *wp;
+	if (wp->mode != OMX_WIRE_EXTENDED || wp->medium_frag_max >= OMX_WIRE_LOCAL_FRAG)
+		return;
+	local->frags_exact = 1;
+	local->medium_frag_max = OMX_WIRE_LOCAL_FRAG;
+	local->medium_max = OMX_WIRE_LOCAL_FRAG * local->medium_frags_max;
+	if (local->mtu < OMX_WIRE_LOCAL_FRAG + MEDIUM_OVERHEAD)
+		local->mtu = OMX_WIRE_LOCAL_FRAG + MEDIUM_OVERHEAD;
+}
+
 size_t omx_wire_header_len(const struct omx_wire_params *wp, uint8_t ptype)
 {
 	size_t body;

@@ -100,6 +100,7 @@ struct omx_wire_params {
 	uint32_t pull_reply_max;     /* R */
 	uint32_t pull_block_replies; /* B */
 	uint8_t frag_pipeline;       /* compat: 12 (log2 F); extended: 0 (unused) */
+	uint8_t frags_exact;         /* decode: every fragment F bytes but the last (same host) */
 };
 
 #define OMX_WIRE_COMPAT_MTU 4144
@@ -114,6 +115,13 @@ struct omx_wire_params {
  * Returns 0, or -1 if the MTU is outside [OMX_WIRE_MTU_MIN, OMX_WIRE_MTU_MAX] or too small.
  */
 int omx_wire_params_init(struct omx_wire_params *p, enum omx_wire_mode mode, uint32_t mtu);
+/* The parameters of frames between endpoints of one host, which never cross an Ethernet link: the
+ * extended mode's medium fragments are at least OMX_WIRE_LOCAL_FRAG (and mtu grows to carry them)
+ * whatever the interface MTU; everything else, and the compatible mode, as in wp. Their decoding
+ * insists on fragments of exactly F bytes (but the last), so that the smaller fragments of an
+ * older build on the same host are refused rather than placed at the wrong offsets. */
+#define OMX_WIRE_LOCAL_FRAG 8192u
+void omx_wire_params_local(const struct omx_wire_params *wp, struct omx_wire_params *local);
 
 /* Decoded packet bodies (host order). Fields named as in wire.md section 5. */
 struct omx_pkt_msg { /* TINY, SMALL, MEDIUM, RNDV */

@@ -114,16 +114,17 @@ static void fuzz_one(const struct omx_wire_params *wp, const uint8_t *data, size
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct omx_wire_params modes[3];
+	static struct omx_wire_params modes[4];
 	static int ready;
 
 	if (!ready) {
 		FUZZ_CHECK(omx_wire_params_init(&modes[0], OMX_WIRE_EXTENDED, 9000) == 0);
 		FUZZ_CHECK(omx_wire_params_init(&modes[1], OMX_WIRE_EXTENDED, 1500) == 0);
 		FUZZ_CHECK(omx_wire_params_init(&modes[2], OMX_WIRE_COMPAT, 9000) == 0);
+		omx_wire_params_local(&modes[1], &modes[3]); /* same-host frames at MTU 1500 */
 		ready = 1;
 	}
-	for (int m = 0; m < 3; m++)
+	for (int m = 0; m < 4; m++)
 		fuzz_one(&modes[m], data, size);
 	return 0;
 }

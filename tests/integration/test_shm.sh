@@ -3,8 +3,9 @@
 # every size class between two processes with checksums and order checks (single copy above the
 # shared rendezvous threshold, and the forced two-copy fallback), two processes in different
 # modes (one with OMX_DISABLE_SHARED), 8 processes all-to-all, one endpoint with same-host and
-# remote partners at once, a peer killed mid-transfer (the survivor reports it instead of hanging,
-# the dead process's ring does not block a rerun and is cleaned up).
+# remote partners at once, the same at MTU 1500 (same-host frames keep 8 KiB medium fragments), a
+# peer killed mid-transfer (the survivor reports it instead of hanging, the dead process's ring
+# does not block a rerun and is cleaned up).
 # Ring files go to a private OMX_SHM_DIR so that the test can count them.
 set -u
 source "$(dirname "$0")/lib/netns.sh"
@@ -142,6 +143,43 @@ if ip link add omxb0 netns "${OMX_NS[0]}" type veth peer name omxb1 netns "${OMX
 		test "${sc:-0}" -gt 0 -a "$(summary boards.a 1)" -gt 0
 else
 	ko "second veth pair for a second board"
+fi
+
+# --- MTU 1500: same-host frames are not cut to the interface MTU -----------------------------
+# Between endpoints of one host the extended mode uses 8 KiB medium fragments whatever the MTU
+# (wire.c omx_wire_params_local); the network path keeps 1452-byte ones. 300 messages of 4000 B
+# each way take ~300 frames a side (3 fragments each would be ~900).
+if omx_netns_set_mtu 1500 && omx_netns_wait_up; then
+	check "MTU 1500: size classes 32 B..4 MiB between same-host processes, checksums and order" \
+		pair sizes1500 -n 300 -z $SIZES -w 8
+	check "MTU 1500: 300 mediums of 4000 B each way" pair frag1500 -n 300 -z 4000 -w 8
+	fr=$(summary frag1500.a 1)
+	check "MTU 1500: one shared-memory frame per 4000-byte medium (${fr:-?} frames for 300 messages)" \
+		test "${fr:-0}" -ge 300 -a "${fr:-0}" -lt 600
+	run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 91 -n 300 -m 1048576 -w 8 \
+		-z $SIZES >"$TMP/fb1500.a.log" 2>&1 &
+	A=$!
+	run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 92 -n 300 -m 1048576 -w 8 \
+		-z $SIZES >"$TMP/fb1500.b.log" 2>&1
+	B=$?
+	wait $A
+	check "MTU 1500: two-copy fallback, every size intact and in order" test "$?$B" = 00
+	# one endpoint, a same-host partner (8 KiB fragments) and a remote one (1452 B) at once
+	run0 timeout 600 "$S" -d "$H0,$H1" -e 0 -r 1,0 -s 93 -n "$N" -m 262144 -w 8 >"$TMP/mix1500.0.log" 2>&1 &
+	A=$!
+	run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -g -s 94 -n "$N" -m 262144 -w 8 >"$TMP/mix1500.1.log" 2>&1 &
+	B=$!
+	run1 timeout 600 "$S" -d "$H0" -e 0 -r 0 -g -s 95 -n "$N" -m 262144 -w 8 >"$TMP/mix1500.2.log" 2>&1
+	C=$?
+	wait $A
+	A=$?
+	wait $B
+	B=$?
+	check "MTU 1500: one endpoint with a same-host and a remote partner, mediums both ways, intact" \
+		test "$A$B$C" = 000
+	omx_netns_set_mtu 9000 && omx_netns_wait_up
+else
+	ko "MTU 1500 on the links"
 fi
 
 # --- a peer killed mid-transfer ------------------------------------------------------------

@@ -516,6 +516,62 @@ static void test_params(void)
 	CHECK(1);
 }
 
+/* Same-host parameters: 8 KiB medium fragments under MTU 9000 in the extended mode, the rest
+ * untouched; a full local fragment encodes and decodes with them and not with the interface's. */
+static void test_params_local(void)
+{
+	struct omx_wire_params l;
+	omx_wire_params_local(&P_EXT1500, &l);
+	CHECK_EQ(l.medium_frag_max, 8192);
+	CHECK_EQ(l.medium_max, 8192 * 32);
+	CHECK_EQ(l.mtu, 8192 + 48);
+	CHECK_EQ(l.pull_reply_max, P_EXT1500.pull_reply_max);
+	CHECK_EQ(l.pull_block_replies, P_EXT1500.pull_block_replies);
+	omx_wire_params_local(&P_EXT, &l);
+	CHECK(!memcmp(&l, &P_EXT, sizeof(l)));
+	omx_wire_params_local(&P_COMPAT, &l);
+	CHECK(!memcmp(&l, &P_COMPAT, sizeof(l)));
+
+	static uint8_t payload[8192], buf[8192 + 64];
+	struct omx_pkt p, d;
+	memset(&p, 0, sizeof(p));
+	memcpy(p.dst_mac, MAC_A, 6);
+	memcpy(p.src_mac, MAC_B, 6);
+	p.ptype = OMX_PT_MEDIUM;
+	p.u.msg.length = 3 * 8192;
+	p.u.msg.frag_seqnum = 2;
+	p.u.msg.frag_length = 8192;
+	p.payload = payload;
+	p.payload_len = 8192;
+	omx_wire_params_local(&P_EXT1500, &l);
+	size_t n = omx_wire_encode(&l, &p, buf, sizeof(buf));
+	CHECK_EQ(n, 48 + 8192);
+	CHECK_EQ(omx_wire_decode(&l, buf, n, &d), OMX_WIRE_OK);
+	CHECK(d.u.msg.frag_seqnum == 2 && d.u.msg.frag_length == 8192 && d.payload_len == 8192);
+	CHECK_EQ(omx_wire_encode(&P_EXT1500, &p, buf, sizeof(buf)), 0);
+	CHECK(omx_wire_decode(&P_EXT1500, buf, n, &d) != OMX_WIRE_OK);
+	/* an older build's 1452-byte fragments (valid with the interface's parameters) are refused
+	 * with the local ones, not placed at 8 KiB offsets: fragment 1 of a 20000-byte message */
+	p.u.msg.length = 20000;
+	p.u.msg.frag_seqnum = 1;
+	p.u.msg.frag_length = 1452;
+	p.payload_len = 1452;
+	n = omx_wire_encode(&P_EXT1500, &p, buf, sizeof(buf));
+	CHECK_EQ(n, 48 + 1452);
+	CHECK_EQ(omx_wire_decode(&P_EXT1500, buf, n, &d), OMX_WIRE_OK);
+	CHECK_EQ(omx_wire_decode(&l, buf, n, &d), OMX_WIRE_ERR_BAD_FRAG);
+	/* with the local parameters the last fragment must carry the rest exactly */
+	p.u.msg.frag_seqnum = 2;
+	p.u.msg.frag_length = 20000 - 2 * 8192;
+	p.payload_len = p.u.msg.frag_length;
+	n = omx_wire_encode(&l, &p, buf, sizeof(buf));
+	CHECK(n > 0 && omx_wire_decode(&l, buf, n, &d) == OMX_WIRE_OK);
+	p.u.msg.frag_length = 1000;
+	p.payload_len = 1000;
+	n = omx_wire_encode(&l, &p, buf, sizeof(buf)); /* a short last fragment: encodable, refused */
+	CHECK(n > 0 && omx_wire_decode(&l, buf, n, &d) == OMX_WIRE_ERR_BAD_FRAG);
+}
+
 /* Random valid packets of every type: encode -> bytes/padding -> decode -> same packet. */
 static void roundtrip_one(const struct omx_wire_params *wp, struct omx_test_rng *r, uint8_t ptype)
 {
@@ -807,6 +863,7 @@ int main(void)
 	test_layout_host_raw();
 	test_connect_ext();
 	test_params();
+	test_params_local();
 	test_roundtrip();
 	test_encode_refusals();
 	test_encode_refusals_medium();

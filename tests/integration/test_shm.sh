@@ -39,6 +39,36 @@ pair() { # pair NAME ARGS... : endpoints 0 and 1 of host 0 with the same argumen
 	tail -n 1 "$TMP/$name.b.log" | sed "s/^/  [$name b] /"
 	[ "$a$b" = 00 ]
 }
+# mixed NAME SEED ARGS...: host 0 endpoint 0 talks to host 0 endpoint 1 (shared memory) and to
+# host 1 endpoint 0 (veth) at once; both partners talk back (seeds SEED, SEED+1, SEED+2)
+mixed() {
+	local name=$1 seed=$2 a b c
+	shift 2
+	run0 timeout 600 "$S" -d "$H0,$H1" -e 0 -r 1,0 -s "$seed" "$@" >"$TMP/$name.0.log" 2>&1 &
+	a=$!
+	run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -g -s $((seed + 1)) "$@" >"$TMP/$name.1.log" 2>&1 &
+	b=$!
+	run1 timeout 600 "$S" -d "$H0" -e 0 -r 0 -g -s $((seed + 2)) "$@" >"$TMP/$name.2.log" 2>&1
+	c=$?
+	wait $a
+	a=$?
+	wait $b
+	b=$?
+	for i in 0 1 2; do tail -n 1 "$TMP/$name.$i.log" | sed "s/^/  [$name.$i] /"; done
+	[ "$a$b$c" = 000 ]
+}
+# twocopy NAME SEED ARGS...: like pair, with single copy off on both sides (pulls through the rings)
+twocopy() {
+	local name=$1 seed=$2 a b
+	shift 2
+	run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s "$seed" "$@" >"$TMP/$name.a.log" 2>&1 &
+	a=$!
+	run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s $((seed + 1)) "$@" >"$TMP/$name.b.log" 2>&1
+	b=$?
+	wait $a
+	a=$?
+	[ "$a$b" = 00 ]
+}
 SIZES=32,60,128,129,1000,4095,4096,4097,8192,32768,32769,65536,262145,1048576,4194304
 
 # --- every size class, single copy -------------------------------------------------------
@@ -65,15 +95,8 @@ tail -n 2 "$TMP/sleep.cl.log" | sed "s/^/  [sleeping] /"
 check "both sides asleep in omx_wait (no spinning): ping-pong 0 B..1 MiB completes" test "$A$B" = 00
 
 # --- forced two-copy fallback ------------------------------------------------------------------
-run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 21 -n "$N" -m 4194304 -w 16 -z $SIZES \
-	>"$TMP/fb.a.log" 2>&1 &
-A=$!
-run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 22 -n "$N" -m 4194304 -w 16 -z $SIZES \
-	>"$TMP/fb.b.log" 2>&1
-B=$?
-wait $A
-A=$?
-check "two-copy fallback (OMX_SHARED_SINGLE_COPY=0): every size intact and in order" test "$A$B" = 00
+check "two-copy fallback (OMX_SHARED_SINGLE_COPY=0): every size intact and in order" \
+	twocopy fb 21 -n "$N" -m 4194304 -w 16 -z $SIZES
 sc=$(summary fb.a 4)
 check "two-copy fallback: no single copy attempted (${sc:-?})" test "${sc:-1}" = 0
 
@@ -106,19 +129,8 @@ tail -n 1 "$TMP/a2a.0.log" | sed "s/^/  [a2a 0] /"
 check "8 processes all-to-all, $N8 messages per ordered pair up to 512 KiB, all intact and in order" test $bad = 0
 
 # --- same-host and remote partners on one endpoint ------------------------------------------
-# host 0 endpoint 0 talks to host 0 endpoint 1 (shared memory) and host 1 endpoint 0 (veth)
-run0 timeout 600 "$S" -d "$H0,$H1" -e 0 -r 1,0 -s 51 -n "$N" -m 1048576 -w 8 >"$TMP/mix0.log" 2>&1 &
-A=$!
-run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -g -s 52 -n "$N" -m 1048576 -w 8 >"$TMP/mix1.log" 2>&1 &
-B=$!
-run1 timeout 600 "$S" -d "$H0" -e 0 -r 0 -g -s 53 -n "$N" -m 1048576 -w 8 >"$TMP/mix2.log" 2>&1
-C=$?
-wait $A
-A=$?
-wait $B
-B=$?
-for f in mix0 mix1 mix2; do tail -n 1 "$TMP/$f.log" | sed "s/^/  [$f] /"; done
-check "one endpoint with a same-host and a remote partner at once: all intact and in order" test "$A$B$C" = 000
+check "one endpoint with a same-host and a remote partner at once: all intact and in order" \
+	mixed mix 51 -n "$N" -m 1048576 -w 8
 
 # --- two boards of one host ------------------------------------------------------------------
 # A second veth pair gives host 0 a second board; endpoints on different boards of one host
@@ -156,27 +168,11 @@ if omx_netns_set_mtu 1500 && omx_netns_wait_up; then
 	fr=$(summary frag1500.a 1)
 	check "MTU 1500: one shared-memory frame per 4000-byte medium (${fr:-?} frames for 300 messages)" \
 		test "${fr:-0}" -ge 300 -a "${fr:-0}" -lt 600
-	run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 91 -n 300 -m 1048576 -w 8 \
-		-z $SIZES >"$TMP/fb1500.a.log" 2>&1 &
-	A=$!
-	run0 env OMX_SHARED_SINGLE_COPY=0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 92 -n 300 -m 1048576 -w 8 \
-		-z $SIZES >"$TMP/fb1500.b.log" 2>&1
-	B=$?
-	wait $A
-	check "MTU 1500: two-copy fallback, every size intact and in order" test "$?$B" = 00
+	check "MTU 1500: two-copy fallback, every size intact and in order" \
+		twocopy fb1500 91 -n 300 -m 1048576 -w 8 -z $SIZES
 	# one endpoint, a same-host partner (8 KiB fragments) and a remote one (1452 B) at once
-	run0 timeout 600 "$S" -d "$H0,$H1" -e 0 -r 1,0 -s 93 -n "$N" -m 262144 -w 8 >"$TMP/mix1500.0.log" 2>&1 &
-	A=$!
-	run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -g -s 94 -n "$N" -m 262144 -w 8 >"$TMP/mix1500.1.log" 2>&1 &
-	B=$!
-	run1 timeout 600 "$S" -d "$H0" -e 0 -r 0 -g -s 95 -n "$N" -m 262144 -w 8 >"$TMP/mix1500.2.log" 2>&1
-	C=$?
-	wait $A
-	A=$?
-	wait $B
-	B=$?
 	check "MTU 1500: one endpoint with a same-host and a remote partner, mediums both ways, intact" \
-		test "$A$B$C" = 000
+		mixed mix1500 93 -n "$N" -m 262144 -w 8
 	omx_netns_set_mtu 9000 && omx_netns_wait_up
 else
 	ko "MTU 1500 on the links"

@@ -21,8 +21,8 @@
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
 # Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
 # PLACES ["any"]: any (not pinned), diff (the two processes pinned to cores 0 and 1), same (both
-# pinned to core 0; the busy-polling modes then yield between polls: omx_perf -y, Open MPI mpi_yield_when_idle=1),
-# PERF (another omx_perf binary, e.g. an older build, for before/after comparisons).
+# pinned to core 0; the busy-polling modes then yield between polls: omx_perf -y, Open MPI
+# mpi_yield_when_idle=1), PERF (another omx_perf binary, e.g. an older build, for before/after comparisons).
 # Runs are interleaved: run r of every mode and placement before run r+1 of any.
 # Output: one line per (mode, placement, length): the median latency (us, half a round trip)
 # and bandwidth (MB/s) over the runs, and their spread (min-max latency).
@@ -104,12 +104,16 @@ run_once() { # mode place run
 		return
 		;;
 	vader-* | ucx)
-		local mca=(--mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism "${mode#vader-}")
-		# UCX (Debian's libucx0 under Open MPI's pml ucx): its shared-memory transports only
-		# (posix/sysv eager, cma for large messages); Open MPI selects pml ucx only over RDMA devices
-		# unless told otherwise (pml_ucx_tls / pml_ucx_devices any)
-		[ "$mode" = ucx ] && mca=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx
-			-x UCX_TLS=sm,self -x UCX_WARN_UNUSED_ENV_VARS=n)
+		local mca
+		if [ "$mode" = ucx ]; then
+			# UCX (Debian's libucx0 under Open MPI's pml ucx): its shared-memory transports only
+			# (posix/sysv eager, cma for large messages); Open MPI selects pml ucx only over RDMA
+			# devices unless told otherwise (pml_ucx_tls / pml_ucx_devices any)
+			mca=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx
+				-x UCX_TLS=sm,self -x UCX_WARN_UNUSED_ENV_VARS=n)
+		else
+			mca=(--mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism "${mode#vader-}")
+		fi
 		[ "$place" = same ] && mca+=(--mca mpi_yield_when_idle 1)
 		local pp=("$MPIPP" "$S" "$E" "$M" "$N")
 		[ $U = 1 ] && pp+=(-U)

@@ -437,6 +437,12 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */
 unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu);
 uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu);
+int omx__is_local_mac(const uint8_t mac[6]); /* a board of this host */
+/* Wire parameters of frames exchanged with the board of that MAC (same host: ep->wp_local). */
+static inline const struct omx_wire_params *omx__wp_for(const struct omx_endpoint *ep, const uint8_t mac[6])
+{
+	return ep->local && omx__is_local_mac(mac) ? &ep->wp_local : &ep->wp;
+}
 uint64_t omx__next_timer(struct omx_endpoint *ep);
 void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until);
 
@@ -487,12 +493,6 @@ void omx__build_notify(union omx_request *r, struct omx_pkt *pkt);
 /* recv.c */
 void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
 void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len); /* same-host transport */
-int omx__is_local_mac(const uint8_t mac[6]); /* a board of this host */
-/* Wire parameters of frames exchanged with the board of that MAC (same host: ep->wp_local). */
-static inline const struct omx_wire_params *omx__wp_for(const struct omx_endpoint *ep, const uint8_t mac[6])
-{
-	return ep->local && omx__is_local_mac(mac) ? &ep->wp_local : &ep->wp;
-}
 omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
 			    uint64_t mask, void *context, omx_request_t *request);
 int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request **out);

@@ -7,9 +7,10 @@
  * the way while the application calls in (it only checks every OMX_PROGRESS_IDLE_US), and once
  * the application has been away that long, and is not inside the library (the endpoint lock is
  * free), it becomes the endpoint's poller: it sleeps in poll() on the ring and wakes for frames
- * and timers, progressing each time. An application thread that wants to block takes the poller role back (omx__wait kicks the eventfd), so blocking latency is
- * not paid twice. OMX_PROGRESS_THREAD=0 turns it off (then, as in the original, nothing moves
- * outside library calls; see docs/tuning.md for the trade-off).
+ * and timers, progressing each time. An application thread that wants to block takes the poller
+ * role back (omx__wait kicks the eventfd), so blocking latency is not paid twice.
+ * OMX_PROGRESS_THREAD=0 turns it off (then, as in the original, nothing moves outside library
+ * calls; see docs/tuning.md for the trade-off).
  */
 #include <sched.h>
 #include <string.h>

@@ -45,12 +45,12 @@ static enum omx_wire_err check_medium_frag(const struct omx_wire_params *wp, con
 	/* the fragment must lie inside the message: [seq*F, seq*F + frag_length) */
 	if ((uint64_t)m->frag_seqnum * wp->medium_frag_max + m->frag_length > m->length)
 		return OMX_WIRE_ERR_BAD_FRAG;
-	if (wp->frags_exact && m->length - m->frag_seqnum * wp->medium_frag_max > wp->medium_frag_max &&
-	    m->frag_length != wp->medium_frag_max)
-		return OMX_WIRE_ERR_BAD_FRAG; /* not the last fragment: exactly F bytes */
-	if (wp->frags_exact && m->length - m->frag_seqnum * wp->medium_frag_max <= wp->medium_frag_max &&
-	    m->frag_length != m->length - m->frag_seqnum * wp->medium_frag_max)
-		return OMX_WIRE_ERR_BAD_FRAG; /* the last one: the rest of the message */
+	if (wp->frags_exact) {
+		/* F bytes, or the rest of the message for the last fragment (fits: checked above) */
+		uint32_t rest = m->length - (uint32_t)m->frag_seqnum * wp->medium_frag_max;
+		if (m->frag_length != (rest < wp->medium_frag_max ? rest : wp->medium_frag_max))
+			return OMX_WIRE_ERR_BAD_FRAG;
+	}
 	if (wp->mode == OMX_WIRE_COMPAT && m->frag_pipeline != wp->frag_pipeline)
 		return OMX_WIRE_ERR_BAD_FRAG;
 	return OMX_WIRE_OK;

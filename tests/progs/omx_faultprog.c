@@ -210,8 +210,9 @@ static int sendloop(int argc, char **argv)
 }
 
 /* sleepsend HOST EP BYTES SECS MARKER [spin]: post one large send, sleep SECS without calling the
- * library (with "spin": compute, busy on the CPU, for SECS), create MARKER, then wait for the send. recvcheck BYTES MARKER: receive it, verify the
- * pattern, and say whether it completed before MARKER existed (i.e. while the sender slept). */
+ * library (with "spin": compute, busy on the CPU, for SECS), create MARKER, then wait for the
+ * send. recvcheck BYTES MARKER: receive it, verify the pattern, and say whether it completed
+ * before MARKER existed (i.e. while the sender slept). */
 static void fill_pattern(uint8_t *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

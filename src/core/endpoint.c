@@ -218,9 +218,7 @@ void omx__progress(struct omx_endpoint *ep)
 	if (ep->progression_disabled || ep->in_handler)
 		return;
 	uint64_t c0 = ep->completions;
-	/* One clock read per progress (it costs ~35 ns here, a busy-polling loop calls this
-	 * millions of times a second): the frames below are handled at most a burst late. */
-	uint64_t now = omx_now_ns();
+	uint64_t now = omx__ep_clock(ep);
 	if (!ep->in_thread_progress)
 		__atomic_store_n(&ep->last_app_ns, now, __ATOMIC_RELAXED);
 	while (ep->local_nack_count) {

@@ -86,7 +86,7 @@ static void message_received(struct omx_partner *p)
 	uint16_t unacked = omx_seq_diff(p->next_complete_seq, p->last_acked_recv_seq);
 	if (unacked == 0)
 		return;
-	omx__schedule_ack(p, unacked >= omx__cfg.notacked_max, omx_now_ns());
+	omx__schedule_ack(p, unacked >= omx__cfg.notacked_max, p->ep->now_ns);
 }
 
 /* ---- delivering data ---- */
@@ -382,7 +382,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 				store_early(p, s, pkt, frame, len);
 		} else if (idx == OMX_SEQNUM_MASK) {
 			omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
-			omx__schedule_ack(p, 1, omx_now_ns()); /* our last ack was probably lost */
+			omx__schedule_ack(p, 1, ep->now_ns); /* our last ack was probably lost */
 		} else {
 			omx__count(ep->board, OMX_C_X_DROP_OUT_OF_WINDOW);
 		}
@@ -418,7 +418,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 			omx__large_recv_start(start);
 	}
 	if (notify && ep->wp.mode == OMX_WIRE_COMPAT && omx_list_empty(&p->partial_recvs))
-		omx__schedule_ack(p, 1, omx_now_ns());
+		omx__schedule_ack(p, 1, ep->now_ns);
 	if (!replay)
 		drain_early(ep, p);
 }
@@ -620,6 +620,7 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 	else
 		*request = r;
 	if (consumed) {
+		(void)omx__ep_clock(ep); /* a NOTIFY may leave now (its resend timer) */
 		take_unexpected(ep, r);
 	} else {
 		r->s.state |= OMX_RS_RECV_POSTED;

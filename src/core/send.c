@@ -81,7 +81,7 @@ void omx__send_sequenced(union omx_request *r)
 	default:
 		return;
 	}
-	r->s.last_send_ns = omx_now_ns();
+	r->s.last_send_ns = ep->now_ns;
 	omx_list_del(&r->s.timer_elt);
 	omx_list_add_tail(&ep->resend_list, &r->s.timer_elt);
 }
@@ -401,6 +401,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 	else
 		*request = r;
 
+	(void)omx__ep_clock(ep); /* for the resend timer, not a whole tick stale */
 	if (r->s.type == OMX_REQ_SEND_SELF) {
 		self_send(ep, r);
 	} else if (p->next_send_seq == OMX_SEQ_UNCONNECTED) {

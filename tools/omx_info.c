@@ -181,6 +181,8 @@ static void show_config(void)
 	else
 		printf("  OMX_SHARED_RING_KB = auto (%u slots of the MTU, 64 at least, at most %llu KiB above that)\n",
 		       OMX_SHARED_RING_AUTO_SLOTS, OMX_SHARED_RING_AUTO_MAX >> 10);
+	printf("  OMX_PROGRESS_IDLE_US = %llu, OMX_PROGRESS_CHECK_MAX_US = %llu\n",
+	       (unsigned long long)(c->progress_idle_ns / 1000u), (unsigned long long)(c->progress_check_max_ns / 1000u));
 	printf("  OMX_PROGRESS_BATCH = %d\n", c->progress_batch);
 	printf("  OMX_ENDPOINT_MAX = %" PRIu32 "\n", c->endpoint_max);
 	printf("  OMX_PEER_MAX = %" PRIu32 "\n", c->peer_max);

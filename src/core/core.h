@@ -57,6 +57,8 @@ struct omx_config {
 	int progress_thread;       /* asynchronous progress thread per endpoint */
 	uint64_t close_linger_ns;  /* close waits this long for unacked messages (NOTIFYs...) */
 	uint64_t progress_idle_ns; /* application idle this long -> the thread takes over */
+	uint64_t progress_check_max_ns; /* longest nap while the application keeps coming back and
+					   no receiver may pull from us (>= progress_idle_ns) */
 	int progress_batch;        /* the thread naps under SCHED_BATCH (no wake-up preemption); off:
 				      oversubscribed processes need the preemption (docs/tuning.md) */
 	uint64_t resend_delay_ns;  /* 0.5 s */
@@ -249,6 +251,7 @@ union omx_request {
 				int region;
 				uint8_t region_seqnum;
 				int notified;
+				int pullable; /* counted in ep->pullable_sends (not single-copy exported) */
 				union omx_request *self_recv; /* self: matched receive */
 			} send;
 			struct {
@@ -372,6 +375,8 @@ struct omx_endpoint {
 	/* large messages */
 	struct omx_region regions[OMX_REGION_MAX];
 	uint32_t large_sends;
+	uint32_t pullable_sends; /* large sends the receiver may pull from us (atomic: the progress
+				    thread reads it without the lock) */
 	uint64_t xfer_active_ns; /* last step of a large transfer (RNDV, PULL, reply): omx__wait */
 	struct omx_pull *pulls[OMX_PULL_SLOTS];
 	uint32_t pull_gen[OMX_PULL_SLOTS];
@@ -387,6 +392,7 @@ struct omx_endpoint {
 	pthread_cond_t progress_cond;   /* the thread's naps: not woken by every completion */
 	pthread_mutex_t progress_nap;   /* guards the naps and progress_stop, not the endpoint */
 	int progress_stop;              /* set under progress_nap by omx__progress_thread_stop */
+	int progress_long_nap;          /* napping longer than the idle time (atomic) */
 	int progress_started;
 	int in_thread_progress;   /* the progress thread is running a pass */
 	int poller_is_thread;     /* the sleeping poller is the progress thread */
@@ -470,6 +476,7 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until);
 /* progress.c */
 int omx__progress_thread_start(struct omx_endpoint *ep);
 void omx__progress_thread_stop(struct omx_endpoint *ep); /* lock not held */
+void omx__progress_thread_hurry(struct omx_endpoint *ep); /* a receiver may pull from us now */
 
 /* partner.c */
 struct omx_partner *omx__partner_get(struct omx_endpoint *ep, uint32_t peer_index, uint8_t endpoint_index);
@@ -553,7 +560,7 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds);
 
 /* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
 int omx__partner_shared(const struct omx_partner *p);
-void omx__shared_export(union omx_request *r);
+int omx__shared_export(union omx_request *r); /* 1: a same-host receiver can copy it directly */
 void omx__shared_unexport(struct omx_endpoint *ep, int region);
 int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/complete remain */
 /* "Shared communication: ..." (one line, no newline) saying which same-host mode endpoints of

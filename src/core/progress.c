@@ -9,6 +9,11 @@
  * free), it becomes the endpoint's poller: it sleeps in poll() on the ring and wakes for frames
  * and timers, progressing each time. An application thread that wants to block takes the poller
  * role back (omx__wait kicks the eventfd), so blocking latency is not paid twice.
+ * Each check wakes the thread on a CPU the application probably uses, and on these VMs each such
+ * preemption costs the application ~30 us: with OMX_PROGRESS_CHECK_MAX_US set, while the
+ * application keeps coming back, the checks space out (doubling up to that), except while a
+ * receiver may pull one of our large sends (over the network, or a same-host receiver without
+ * single copy), which must not wait for the takeover longer than OMX_PROGRESS_IDLE_US.
  * OMX_PROGRESS_THREAD=0 turns it off (then, as in the original, nothing moves outside library
  * calls; see docs/tuning.md for the trade-off).
  */
@@ -99,15 +104,35 @@ static void *progress_main(void *arg)
 	if (omx__cfg.progress_batch && pthread_getschedparam(pthread_self(), &policy, &sp) == 0 && policy == SCHED_OTHER)
 		ps.can = 1;
 	sched_batch(&ps, 1);
+	uint64_t spacing = idle; /* the checks' spacing while the application keeps coming back */
 	for (;;) {
 		/* The application progressed recently: it is here, stay out of its way (no lock). */
 		uint64_t since = omx_now_ns() - __atomic_load_n(&ep->last_app_ns, __ATOMIC_RELAXED);
 		if (since < idle) {
 			sched_batch(&ps, 1);
-			if (nap(ep, idle - since))
+			uint64_t ns = idle - since;
+			if (__atomic_load_n(&ep->pullable_sends, __ATOMIC_RELAXED)) {
+				spacing = idle;
+			} else {
+				spacing = spacing * 2 < omx__cfg.progress_check_max_ns ? spacing * 2 : omx__cfg.progress_check_max_ns;
+				if (ns < spacing)
+					ns = spacing;
+			}
+			if (ns > idle) {
+				/* Against omx__progress_thread_hurry: it counts then looks at the flag. */
+				__atomic_store_n(&ep->progress_long_nap, 1, __ATOMIC_SEQ_CST);
+				if (__atomic_load_n(&ep->pullable_sends, __ATOMIC_SEQ_CST)) {
+					spacing = idle;
+					ns = idle - since;
+				}
+			}
+			int stop = nap(ep, ns);
+			__atomic_store_n(&ep->progress_long_nap, 0, __ATOMIC_RELAXED);
+			if (stop)
 				break;
 			continue;
 		}
+		spacing = idle;
 		/* Lock taken by someone else: an application thread is inside the library, progressing
 		 * (a long copy, say), or about to. Look again later rather than queue behind it. */
 		int took = 0;
@@ -145,6 +170,18 @@ int omx__progress_thread_start(struct omx_endpoint *ep)
 	}
 	ep->progress_started = 1;
 	return 0;
+}
+
+/* A large send a receiver may pull was posted: a thread in a long nap would leave it unserved, if
+ * the application now computes, for up to OMX_PROGRESS_CHECK_MAX_US. Endpoint lock held (never
+ * taken under progress_nap). */
+void omx__progress_thread_hurry(struct omx_endpoint *ep)
+{
+	if (!ep->progress_started || !__atomic_load_n(&ep->progress_long_nap, __ATOMIC_SEQ_CST))
+		return;
+	pthread_mutex_lock(&ep->progress_nap);
+	pthread_cond_signal(&ep->progress_cond);
+	pthread_mutex_unlock(&ep->progress_nap);
 }
 
 void omx__progress_thread_stop(struct omx_endpoint *ep)

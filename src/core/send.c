@@ -111,6 +111,10 @@ void omx__region_release(struct omx_endpoint *ep, union omx_request *r)
 	if (i < 0 || ep->regions[i].req != r)
 		return;
 	omx__shared_unexport(ep, i);
+	if (r->s.u.send.pullable) {
+		r->s.u.send.pullable = 0;
+		__atomic_fetch_sub(&ep->pullable_sends, 1, __ATOMIC_RELAXED);
+	}
 	ep->regions[i].req = NULL;
 	r->s.u.send.region = -1;
 	ep->large_sends--;
@@ -130,7 +134,11 @@ static int try_send_now(union omx_request *r)
 	r->s.state |= OMX_RS_NEED_ACK;
 	if (r->s.type == OMX_REQ_SEND_LARGE) {
 		r->s.state |= OMX_RS_NEED_REPLY;
-		omx__shared_export(r); /* same-host receiver: lets it copy directly */
+		if (!omx__shared_export(r)) { /* same-host receiver: lets it copy directly */
+			r->s.u.send.pullable = 1;
+			if (__atomic_fetch_add(&ep->pullable_sends, 1, __ATOMIC_SEQ_CST) == 0)
+				omx__progress_thread_hurry(ep);
+		}
 		omx__xfer_touch(ep);
 	}
 	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);

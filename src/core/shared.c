@@ -37,11 +37,11 @@ int omx__partner_shared(const struct omx_partner *p)
 	return peer && peer->local_board >= 0;
 }
 
-void omx__shared_export(union omx_request *r)
+int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
 	if (!omx__cfg.shared_single_copy || !omx__partner_shared(r->s.partner))
-		return;
+		return 0;
 	struct iovec iov[OMX_SHM_EXPORT_SEGS];
 	unsigned n = r->s.nseg <= OMX_SHM_EXPORT_SEGS ? r->s.nseg : 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -49,8 +49,9 @@ void omx__shared_export(union omx_request *r)
 		iov[i].iov_len = r->s.segs[i].len;
 	}
 	/* More segments than an export holds: exported as invalid, the receiver pulls. */
-	(void)omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)r->s.u.send.region, r->s.u.send.region_seqnum,
-			     iov, n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
+	int e = omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)r->s.u.send.region, r->s.u.send.region_seqnum,
+			       iov, n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
+	return e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
 }
 
 void omx__shared_unexport(struct omx_endpoint *ep, int region)

@@ -12,6 +12,8 @@
 #                            omx environment). Output in $TMP/NAME.log (on standard output if
 #                            MPI_OUT=-), rc of mpirun returned. Bounded by MPI_TIMEOUT seconds
 #                            (default 90). MPI_ENV: more "VAR=value" exported to the ranks.
+#                            A job still running 4 s before its time is up gets its ranks'
+#                            stacks (gdb, if installed) and counters written to $TMP/NAME.hang.
 #   mpi_reap                 kill whatever is left in the namespaces (after a failed job)
 #
 # The MPI layer: --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx; BTLs self only
@@ -78,11 +80,49 @@ mpi_run() {
 		--mca orte_base_help_aggregate 0
 		"${xenv[@]}" "${margs[@]}" "$@")
 	if [ "${MPI_OUT:-}" = - ]; then
-		"${cmd[@]}" 2>&1
+		"${cmd[@]}" 2>&1 &
 	else
-		"${cmd[@]}" >"$TMP/$name.log" 2>&1
+		"${cmd[@]}" >"$TMP/$name.log" 2>&1 &
 	fi
+	local job=$! dog=
+	# A job about to time out: its stacks and counters, while it still hangs (in $TMP/NAME.hang).
+	if command -v gdb >/dev/null && [ "$MPI_TIMEOUT" -gt 10 ]; then
+		(
+			for ((t = 0; t < MPI_TIMEOUT - 4; t++)); do
+				sleep 1
+				kill -0 "$job" 2>/dev/null || exit 0
+			done
+			mpi_hang_dump "$TMP/$name.log"
+		) >"$TMP/$name.hang" 2>&1 &
+		dog=$!
+	fi
+	wait "$job"
 	rc=$?
+	[ -z "$dog" ] || wait "$dog"
 	[ "$rc" = 0 ] || mpi_reap
 	return "$rc"
+}
+
+# mpi_hang_dump LOG: every rank's threads' stacks (gdb), each host's endpoint counters, and the
+# ranks' endpoint state (OMX_DEBUG_SIGNAL, printed by the ranks into LOG if they have it set).
+mpi_hang_dump() {
+	local log=$1 i p
+	for ((i = 0; i < OMX_NHOSTS; i++)); do
+		for p in $(ip netns pids "${OMX_NS[i]}" 2>/dev/null); do
+			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$(basename "$P")" ] && kill -USR1 "$p"
+		done
+	done
+	sleep 2
+	echo "== endpoint state (OMX_DEBUG_SIGNAL)"
+	sed -n '/^OMX debug:/,$p' "$log" | grep -v '^ok - \|^omx-fi: '
+	for ((i = 0; i < OMX_NHOSTS; i++)); do
+		for p in $(ip netns pids "${OMX_NS[i]}" 2>/dev/null); do
+			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$(basename "$P")" ] || continue
+			echo "== host $i rank process $p"
+			timeout 20 gdb -p "$p" -batch -nx -ex "thread apply all bt" 2>/dev/null |
+				grep -E '^(#|Thread )' | sed -E 's/ \(.{60,}\)/ (...)/'
+		done
+		echo "== host $i counters"
+		omx_host_exec "$i" env $(omx_env "$i") "$OMX_BUILD/tools/omx_counters" -e 2>&1 | head -n 120
+	done
 }

@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_BROKER", "/run/omx/omxd.sock" }, { "OMX_BROKER_ALWAYS", "0" }, { "OMX_CTXIDS", "" },
 	{ "OMX_ANY_ENDPOINT", "" }, { "OMX_DISABLE_SELF", "0" }, { "OMX_CONNECT_POLLALL", "0" },
 	{ "OMX_VERBOSE", "0" }, { "OMX_VERBOSE_PREFIX", "OMX: " }, { "OMX_FATAL_ERRORS", "1" },
-	{ "OMX_ABORT_SLEEPS", "0" }, { "OMX_IGNORE_MX_ENV", "0" }, { "OMX_FAULT", "" },
+	{ "OMX_ABORT_SLEEPS", "0" }, { "OMX_DEBUG_SIGNAL", "0" }, { "OMX_DEBUG_SIGNAL_NUM", "10 (SIGUSR1)" }, { "OMX_IGNORE_MX_ENV", "0" }, { "OMX_FAULT", "" },
 };
 
 const struct omx_knob *omx__config_knobs(size_t *count)
@@ -182,6 +183,11 @@ void omx__config_load_init(void)
 	omx__strcpy(c->verbose_prefix, sizeof(c->verbose_prefix), v ? v : "OMX: ");
 	c->abort_sleeps = env_u32("OMX_ABORT_SLEEPS", NULL, 0);
 	c->fatal_errors = (int)env_u32("OMX_FATAL_ERRORS", "MX_ERRORS_ARE_FATAL", 1);
+	c->debug_signal = (int)env_u32("OMX_DEBUG_SIGNAL", NULL, 0);
+	c->debug_signal_num = (int)env_u32("OMX_DEBUG_SIGNAL_NUM", NULL, SIGUSR1);
+	if (c->debug_signal_num < 1 || c->debug_signal_num >= SIGRTMAX || c->debug_signal_num == SIGKILL ||
+	    c->debug_signal_num == SIGSTOP)
+		c->debug_signal_num = SIGUSR1;
 }
 
 static void load_thresholds(struct omx_config *c, uint32_t medium_max)

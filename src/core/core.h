@@ -39,6 +39,8 @@ struct omx_config {
 	int verbose;
 	char verbose_prefix[64];
 	int fatal_errors;
+	int debug_signal;     /* OMX_DEBUG_SIGNAL: 1 dump endpoints on the signal, 2 with requests */
+	int debug_signal_num; /* OMX_DEBUG_SIGNAL_NUM (SIGUSR1) */
 	unsigned abort_sleeps;
 	/* first endpoint open */
 	int loaded;
@@ -358,6 +360,7 @@ struct omx_endpoint {
 	struct omx_list connect_list; /* connect requests by last transmission time */
 	struct omx_list ack_list;     /* partners owing an ack */
 	struct omx_list all_reqs;
+	struct omx_list self_deferred; /* self sends posted while the unexpected handler ran (send.c) */
 	union omx_request *req_cache; /* freed requests kept for reuse (request.c) */
 	unsigned req_cache_count;
 	uint64_t next_host_query_check;
@@ -410,6 +413,7 @@ struct omx_endpoint {
 	size_t txbuf_len;
 	uint8_t *pullbuf; /* gathers multi-segment pull replies */
 	struct omx_wire_params wp_local; /* frames to and from endpoints of this host (wire.c) */
+	uint32_t debug_gen; /* OMX_DEBUG_SIGNAL dumps done (debug.c) */
 };
 
 /* ---- internal functions ---- */
@@ -448,6 +452,17 @@ static inline uint64_t omx__ep_clock(struct omx_endpoint *ep)
 		ep->now_ns = omx_now_ns();
 	}
 	return ep->now_ns;
+}
+/* debug.c: OMX_DEBUG_SIGNAL. The handler bumps omx__debug_gen; each endpoint's next progress
+ * pass sees it moved and prints its state (lock held). */
+extern uint32_t omx__debug_gen;
+void omx__debug_signal_install(void);
+void omx__debug_dump(struct omx_endpoint *ep, uint32_t gen);
+static inline void omx__debug_check(struct omx_endpoint *ep)
+{
+	uint32_t g = __atomic_load_n(&omx__debug_gen, __ATOMIC_RELAXED);
+	if (__builtin_expect(g != ep->debug_gen, 0))
+		omx__debug_dump(ep, g);
 }
 /* A large transfer moved (omx__wait keeps polling a while instead of sleeping between steps). */
 static inline void omx__xfer_touch(struct omx_endpoint *ep)
@@ -513,6 +528,7 @@ void omx__send_acks(struct omx_endpoint *ep, uint64_t now);
 void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now);
 uint16_t omx__piggyack(struct omx_partner *p);
 void omx__release_throttled(struct omx_partner *p);
+void omx__self_deferred_drain(struct omx_endpoint *ep); /* progress: self sends held back */
 void omx__send_sequenced(union omx_request *r); /* (re)transmit a sequenced request */
 void omx__send_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *bad, uint8_t nack_type);
 void omx__send_notify(struct omx_endpoint *ep, union omx_request *r, uint32_t total_length);

@@ -219,6 +219,9 @@ void omx__progress(struct omx_endpoint *ep)
 		return;
 	uint64_t c0 = ep->completions;
 	uint64_t now = omx__ep_clock(ep);
+	omx__debug_check(ep);
+	if (!omx_list_empty(&ep->self_deferred))
+		omx__self_deferred_drain(ep);
 	if (!ep->in_thread_progress)
 		__atomic_store_n(&ep->last_app_ns, now, __ATOMIC_RELAXED);
 	while (ep->local_nack_count) {
@@ -490,6 +493,7 @@ static struct omx_endpoint *endpoint_alloc(void)
 	omx_list_init(&ep->connect_list);
 	omx_list_init(&ep->ack_list);
 	omx_list_init(&ep->all_reqs);
+	omx_list_init(&ep->self_deferred);
 	omx_list_init(&ep->pull_list);
 	ep->lock_fd = ep->event_fd = -1;
 	ep->resends_max = omx__cfg.resends_max;

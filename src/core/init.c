@@ -212,6 +212,7 @@ omx_return_t omx__init_api(int api)
 		return omx__error_global(ret, "Initializing library (attaching interfaces from OMX_IFACES)");
 	}
 	omx__g.initialized = 1;
+	omx__debug_signal_install();
 	pthread_mutex_unlock(&omx__g.lock);
 	return OMX_SUCCESS;
 }

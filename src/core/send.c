@@ -293,7 +293,7 @@ void omx__send_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *bad, uint
 
 /* ---- self ---- */
 
-static void self_send(struct omx_endpoint *ep, union omx_request *r)
+static void self_deliver(struct omx_endpoint *ep, union omx_request *r)
 {
 	union omx_request *recv;
 	uint32_t len = r->s.total_len;
@@ -342,6 +342,32 @@ static void self_send(struct omx_endpoint *ep, union omx_request *r)
 	r->s.status.xfer_length = xfer;
 	omx__req_complete(recv, xfer < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
 	omx__req_complete(r, xfer < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
+}
+
+/* The unexpected handler runs without the endpoint lock, and shows messages one at a time: a
+ * handler that posts the receive of the message it is shown (the libfabric provider does) relies
+ * on no other message being matched before that one. A self send posted while a handler runs (by
+ * another thread, or by the handler itself) would run the handler a second time, concurrently,
+ * and its end would let progress (other messages) in while the first still ran: such sends wait
+ * for the next progress pass, and so do the self sends behind them (their order). */
+static void self_send(struct omx_endpoint *ep, union omx_request *r)
+{
+	if (ep->in_handler || !omx_list_empty(&ep->self_deferred)) {
+		r->s.state |= OMX_RS_SELF_WAITING;
+		omx_list_add_tail(&ep->self_deferred, &r->s.queue_elt);
+		return;
+	}
+	self_deliver(ep, r);
+}
+
+void omx__self_deferred_drain(struct omx_endpoint *ep)
+{
+	union omx_request *r;
+	while (!ep->in_handler && (r = (union omx_request *)omx_list_first(&ep->self_deferred, omx_req_t, queue_elt))) {
+		omx_list_del(&r->s.queue_elt);
+		r->s.state &= ~OMX_RS_SELF_WAITING;
+		self_deliver(ep, r);
+	}
 }
 
 /* ---- posting ---- */

@@ -29,7 +29,7 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_ACK_DELAY_MS", "16" }, { "OMX_NOTACKED_MAX", "4" }, { "OMX_PULL_RESEND_MS", "1000" },
 	{ "OMX_ZOMBIE_SEND", "512" }, { "OMX_SPIN_US", "100" }, { "OMX_WAITSPIN", "0" }, { "OMX_WAITINTR", "0" },
 	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
-	{ "OMX_PROGRESS_CHECK_MAX_US", "0" }, { "OMX_PROGRESS_BATCH", "0" },
+	{ "OMX_PROGRESS_CHECK_MAX_US", "8000" }, { "OMX_PROGRESS_BATCH", "0" },
 	{ "OMX_CLOSE_LINGER_MS", "1000" }, { "OMX_RX_RING_KB", "auto" }, { "OMX_RX_SPLIT", "0" },
 	{ "OMX_UNEXP_MAX_KB", "65536" }, { "OMX_UNEXP_PEER_MAX_KB", "16384" },
 	{ "OMX_BROKER", "/run/omx/omxd.sock" }, { "OMX_BROKER_ALWAYS", "0" }, { "OMX_CTXIDS", "" },
@@ -235,7 +235,7 @@ void omx__config_load_open(void)
 	c->progress_thread = (int)env_u32("OMX_PROGRESS_THREAD", NULL, 1);
 	c->close_linger_ns = omx__ms_to_ns(env_u32("OMX_CLOSE_LINGER_MS", NULL, 1000));
 	c->progress_idle_ns = (uint64_t)env_u32("OMX_PROGRESS_IDLE_US", NULL, 1000) * 1000u;
-	c->progress_check_max_ns = (uint64_t)env_u32("OMX_PROGRESS_CHECK_MAX_US", NULL, 0) * 1000u;
+	c->progress_check_max_ns = (uint64_t)env_u32("OMX_PROGRESS_CHECK_MAX_US", NULL, 8000) * 1000u;
 	if (c->progress_check_max_ns < c->progress_idle_ns) /* 0 (default): no spacing out */
 		c->progress_check_max_ns = c->progress_idle_ns;
 	c->progress_batch = (int)env_u32("OMX_PROGRESS_BATCH", NULL, 0);

@@ -396,6 +396,8 @@ struct omx_endpoint {
 	pthread_mutex_t progress_nap;   /* guards the naps and progress_stop, not the endpoint */
 	int progress_stop;              /* set under progress_nap by omx__progress_thread_stop */
 	int progress_long_nap;          /* napping longer than the idle time (atomic) */
+	uint64_t progress_nap_end_ns;   /* the current nap's end, 0 when not napping (atomic; the
+					   debug dump and tests read it) */
 	int progress_started;
 	int in_thread_progress;   /* the progress thread is running a pass */
 	int poller_is_thread;     /* the sleeping poller is the progress thread */

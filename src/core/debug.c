@@ -108,8 +108,11 @@ static void dump_endpoint(struct omx_endpoint *ep)
 	       list_len(&ep->done), list_len(&ep->resend_list), list_len(&ep->connect_list),
 	       list_len(&ep->ack_list), list_len(&ep->all_reqs), ep->large_sends, list_len(&ep->pull_list),
 	       list_len(&ep->self_deferred));
-	printf("  progress: thread %s, poller %s, %u application waiter(s), application seen %lld ms ago\n",
-	       ep->progress_started ? "on" : "off",
+	uint64_t nap_end = __atomic_load_n(&ep->progress_nap_end_ns, __ATOMIC_RELAXED);
+	printf("  progress: thread %s", ep->progress_started ? "on" : "off");
+	if (nap_end)
+		printf(" (napping, %lld ms to go)", -age_ms(now, nap_end));
+	printf(", poller %s, %u application waiter(s), application seen %lld ms ago\n",
 	       ep->poller_active ? (ep->poller_is_thread ? "the thread" : "an application thread") : "none",
 	       ep->app_waiters, age_ms(now, __atomic_load_n(&ep->last_app_ns, __ATOMIC_RELAXED)));
 	for (uint32_t i = 0; ep->partners && i < omx__g.peer_count; i++)

@@ -10,8 +10,8 @@
  * and timers, progressing each time. An application thread that wants to block takes the poller
  * role back (omx__wait kicks the eventfd), so blocking latency is not paid twice.
  * Each check wakes the thread on a CPU the application probably uses, and on these VMs each such
- * preemption costs the application ~30 us: with OMX_PROGRESS_CHECK_MAX_US set, while the
- * application keeps coming back, the checks space out (doubling up to that), except while a
+ * preemption costs the application ~30 us: so, while the application keeps coming back, the
+ * checks space out (doubling up to OMX_PROGRESS_CHECK_MAX_US, 8 ms by default), except while a
  * receiver may pull one of our large sends (over the network, or a same-host receiver without
  * single copy), which must not wait for the takeover longer than OMX_PROGRESS_IDLE_US.
  * OMX_PROGRESS_THREAD=0 turns it off (then, as in the original, nothing moves outside library
@@ -34,11 +34,13 @@ static int nap(struct omx_endpoint *ep, uint64_t ns)
 	uint64_t t = omx_now_ns() + ns;
 	ts.tv_sec = (time_t)(t / 1000000000ull);
 	ts.tv_nsec = (long)(t % 1000000000ull);
+	__atomic_store_n(&ep->progress_nap_end_ns, t, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&ep->progress_nap);
 	if (!ep->progress_stop)
 		pthread_cond_timedwait(&ep->progress_cond, &ep->progress_nap, &ts);
 	int stop = ep->progress_stop;
 	pthread_mutex_unlock(&ep->progress_nap);
+	__atomic_store_n(&ep->progress_nap_end_ns, 0, __ATOMIC_RELAXED);
 	return stop;
 }
 

@@ -236,7 +236,7 @@ void omx__config_load_open(void)
 	c->close_linger_ns = omx__ms_to_ns(env_u32("OMX_CLOSE_LINGER_MS", NULL, 1000));
 	c->progress_idle_ns = (uint64_t)env_u32("OMX_PROGRESS_IDLE_US", NULL, 1000) * 1000u;
 	c->progress_check_max_ns = (uint64_t)env_u32("OMX_PROGRESS_CHECK_MAX_US", NULL, 8000) * 1000u;
-	if (c->progress_check_max_ns < c->progress_idle_ns) /* 0 (default): no spacing out */
+	if (c->progress_check_max_ns < c->progress_idle_ns) /* 0: no spacing out */
 		c->progress_check_max_ns = c->progress_idle_ns;
 	c->progress_batch = (int)env_u32("OMX_PROGRESS_BATCH", NULL, 0);
 	c->resend_delay_ns = omx__ms_to_ns(env_u32("OMX_RESEND_DELAY_MS", NULL, 500));

@@ -92,7 +92,7 @@ mpi_run() {
 				sleep 1
 				kill -0 "$job" 2>/dev/null || exit 0
 			done
-			mpi_hang_dump "$TMP/$name.log"
+			mpi_hang_dump "$TMP/$name.log" "$1"
 		) >"$TMP/$name.hang" 2>&1 &
 		dog=$!
 	fi
@@ -103,21 +103,25 @@ mpi_run() {
 	return "$rc"
 }
 
-# mpi_hang_dump LOG: every rank's threads' stacks (gdb), each host's endpoint counters, and the
-# ranks' endpoint state (OMX_DEBUG_SIGNAL, printed by the ranks into LOG if they have it set).
-mpi_hang_dump() {
-	local log=$1 i p
-	for ((i = 0; i < OMX_NHOSTS; i++)); do
-		for p in $(ip netns pids "${OMX_NS[i]}" 2>/dev/null); do
-			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$(basename "$P")" ] && kill -USR1 "$p"
-		done
+# mpi_ranks I PROGRAM: pids of PROGRAM's processes in host I's namespace.
+mpi_ranks() {
+	local comm p
+	comm=$(basename "$2")
+	comm=${comm:0:15} # /proc/PID/comm keeps 15 characters
+	for p in $(ip netns pids "${OMX_NS[$1]}" 2>/dev/null); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" != "$comm" ] || echo "$p"
 	done
-	sleep 2
-	echo "== endpoint state (OMX_DEBUG_SIGNAL)"
-	sed -n '/^OMX debug:/,$p' "$log" | grep -v '^ok - \|^omx-fi: '
+}
+
+# mpi_hang_dump LOG PROGRAM: every rank's threads' stacks (gdb), each host's endpoint counters,
+# then the ranks' endpoint state (SIGUSR1: printed into LOG by ranks run with OMX_DEBUG_SIGNAL;
+# it ends the others, hence last).
+mpi_hang_dump() {
+	local log=$1 prog=$2 i p
+	local -a ranks=()
 	for ((i = 0; i < OMX_NHOSTS; i++)); do
-		for p in $(ip netns pids "${OMX_NS[i]}" 2>/dev/null); do
-			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$(basename "$P")" ] || continue
+		ranks[i]=$(mpi_ranks "$i" "$prog")
+		for p in ${ranks[i]}; do
 			echo "== host $i rank process $p"
 			timeout 20 gdb -p "$p" -batch -nx -ex "thread apply all bt" 2>/dev/null |
 				grep -E '^(#|Thread )' | sed -E 's/ \(.{60,}\)/ (...)/'
@@ -125,4 +129,10 @@ mpi_hang_dump() {
 		echo "== host $i counters"
 		omx_host_exec "$i" env $(omx_env "$i") "$OMX_BUILD/tools/omx_counters" -e 2>&1 | head -n 120
 	done
+	for ((i = 0; i < OMX_NHOSTS; i++)); do
+		for p in ${ranks[i]}; do kill -USR1 "$p"; done
+	done
+	sleep 2
+	echo "== endpoint state (OMX_DEBUG_SIGNAL)"
+	sed -n '/^OMX debug:/,$p' "$log" | grep -v '^ok - \|^omx-fi: '
 }

@@ -16,13 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "open-mx.h"
 #include "core/core.h"
 #include "core/testhooks.h"
 
+#define UNIT_MEMNET
+#define UNIT_PUMP pump
 #include "unit_check.h"
 
 #define MATCH 0x77ull
@@ -34,13 +35,6 @@ static int in_handler_now, in_handler_max, calls, first_entered, go, stop;
 static uint8_t rbuf[CALLS][512];
 static omx_request_t rreq[CALLS];
 static int rlen_index[CALLS]; /* call k posted the receive for the message of length lens[i] */
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void fill(uint8_t *b, uint32_t n, int seed)
 {
@@ -76,8 +70,8 @@ static omx_unexp_handler_action_t handler(void *ctx, omx_endpoint_addr_t src, ui
 	}
 	if (k == 0) {
 		__atomic_store_n(&first_entered, 1, __ATOMIC_SEQ_CST);
-		double end = now_s() + 5;
-		while (!__atomic_load_n(&go, __ATOMIC_SEQ_CST) && now_s() < end)
+		uint64_t end = omx_now_ns() + 5000000000ull;
+		while (!__atomic_load_n(&go, __ATOMIC_SEQ_CST) && omx_now_ns() < end)
 			usleep(1000);
 	}
 	__atomic_sub_fetch(&in_handler_now, 1, __ATOMIC_SEQ_CST);
@@ -92,15 +86,10 @@ static void *progress_b(void *arg)
 	return NULL;
 }
 
-static int wait_req(omx_endpoint_t ep, omx_request_t *r, omx_status_t *st)
+static void pump(void) /* wait_req's, once thread T has stopped */
 {
-	uint32_t res = 0;
-	double end = now_s() + 10;
-	while (!res && now_s() < end) {
-		omx_progress(A);
-		omx_test(ep, r, st, &res);
-	}
-	return res != 0;
+	omx_progress(A);
+	omx_progress(B);
 }
 
 int main(void)
@@ -110,24 +99,10 @@ int main(void)
 		return 2;
 	setenv("OMX_IFACES", "mem0,mem1", 1);
 	setenv("OMX_PROGRESS_THREAD", "0", 1); /* the test's own threads progress */
-	struct omx_memnet *hub = omx_memnet_create();
-	omx__test_set_memnet(hub, 9000);
-	CHECK(omx_init() == OMX_SUCCESS);
-	omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
-	CHECK(omx_open_endpoint(0, 0, 1, NULL, 0, &A) == OMX_SUCCESS);
-	CHECK(omx_open_endpoint(1, 0, 1, NULL, 0, &B) == OMX_SUCCESS);
-	uint64_t nb;
-	omx_board_number_to_nic_id(1, &nb);
-	omx_request_t c;
+	omx_endpoint_addr_t a2b, b2b;
+	struct omx_memnet *hub = unit_memnet_pair(&A, &B, &a2b);
 	omx_status_t st;
-	uint32_t res = 0;
-	CHECK(omx_iconnect(A, nb, 0, 1, 0, NULL, &c) == OMX_SUCCESS);
-	for (double end = now_s() + 10; !res && now_s() < end;) {
-		omx_progress(B);
-		omx_test(A, &c, &st, &res);
-	}
-	CHECK(res && st.code == OMX_SUCCESS);
-	omx_endpoint_addr_t a2b = st.addr, b2b;
+	uint32_t res;
 	CHECK(omx_get_endpoint_addr(B, &b2b) == OMX_SUCCESS);
 	omx_register_unexp_handler(B, handler, NULL);
 
@@ -142,8 +117,8 @@ int main(void)
 
 	pthread_t t;
 	pthread_create(&t, NULL, progress_b, NULL);
-	double end = now_s() + 10;
-	while (!__atomic_load_n(&first_entered, __ATOMIC_SEQ_CST) && now_s() < end)
+	uint64_t end = omx_now_ns() + 10000000000ull;
+	while (!__atomic_load_n(&first_entered, __ATOMIC_SEQ_CST) && omx_now_ns() < end)
 		usleep(100);
 	CHECK(first_entered);
 	/* While T's handler call runs: a self send, and progress on B from this thread. */
@@ -151,8 +126,8 @@ int main(void)
 	for (int i = 0; i < 1000; i++)
 		omx_progress(B);
 	__atomic_store_n(&go, 1, __ATOMIC_SEQ_CST);
-	end = now_s() + 10;
-	while (__atomic_load_n(&calls, __ATOMIC_SEQ_CST) < CALLS && now_s() < end)
+	end = omx_now_ns() + 10000000000ull;
+	while (__atomic_load_n(&calls, __ATOMIC_SEQ_CST) < CALLS && omx_now_ns() < end)
 		usleep(100);
 	usleep(10000);
 	__atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
@@ -163,7 +138,7 @@ int main(void)
 	for (int k = 0; k < CALLS && k < calls; k++) {
 		int i = rlen_index[k];
 		CHECK(i >= 0);
-		if (i < 0 || !wait_req(B, &rreq[k], &st)) {
+		if (i < 0 || !wait_req(B, &rreq[k], &st, 10000)) {
 			CHECK(!"receive posted by the handler completed");
 			continue;
 		}
@@ -171,9 +146,9 @@ int main(void)
 		CHECK(st.code == OMX_SUCCESS && st.msg_length == lens[i] && st.xfer_length == lens[i]);
 		CHECK(pattern_ok(rbuf[k], lens[i], i));
 	}
-	CHECK(wait_req(A, &sr0, &st) && st.code == OMX_SUCCESS);
-	CHECK(wait_req(A, &sr1, &st) && st.code == OMX_SUCCESS);
-	CHECK(wait_req(B, &sr2, &st) && st.code == OMX_SUCCESS);
+	CHECK(wait_req(A, &sr0, &st, 10000) && st.code == OMX_SUCCESS);
+	CHECK(wait_req(A, &sr1, &st, 10000) && st.code == OMX_SUCCESS);
+	CHECK(wait_req(B, &sr2, &st, 10000) && st.code == OMX_SUCCESS);
 	res = 1;
 	CHECK(omx_iprobe(B, 0, 0, &st, &res) == OMX_SUCCESS && res == 0); /* nothing left unexpected */
 

@@ -20,6 +20,7 @@
 #include "core/core.h"
 #include "core/testhooks.h"
 
+#define UNIT_MEMNET
 #include "unit_check.h"
 
 #define LEN (4u << 20)
@@ -53,24 +54,10 @@ int main(void)
 	setenv("OMX_IFACES", "mem0,mem1", 1);
 	setenv("OMX_PROGRESS_CHECK_MAX_US", "60000000", 1);
 	setenv("OMX_PROGRESS_IDLE_US", "1000", 1);
-	struct omx_memnet *hub = omx_memnet_create();
-	omx__test_set_memnet(hub, 9000);
-	CHECK(omx_init() == OMX_SUCCESS);
-	omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
-	CHECK(omx_open_endpoint(0, 0, 1, NULL, 0, &A) == OMX_SUCCESS);
-	CHECK(omx_open_endpoint(1, 0, 1, NULL, 0, &B) == OMX_SUCCESS);
-	uint64_t nb;
-	omx_board_number_to_nic_id(1, &nb);
-	omx_request_t c;
+	omx_endpoint_addr_t a2b;
+	struct omx_memnet *hub = unit_memnet_pair(&A, &B, &a2b);
 	omx_status_t st;
-	uint32_t res = 0;
-	CHECK(omx_iconnect(A, nb, 0, 1, 0, NULL, &c) == OMX_SUCCESS);
-	for (uint64_t end = omx_now_ns() + 10000000000ull; !res && omx_now_ns() < end;) {
-		omx_progress(B);
-		omx_test(A, &c, &st, &res);
-	}
-	CHECK(res && st.code == OMX_SUCCESS);
-	omx_endpoint_addr_t a2b = st.addr;
+	uint32_t res;
 
 	uint8_t *sbuf = malloc(LEN), *rbuf = malloc(LEN);
 	for (uint32_t i = 0; i < LEN; i++)

@@ -17,6 +17,7 @@
 #define THREADS 3
 #define PER_THREAD 600
 
+#define UNIT_MEMNET
 #include "unit_check.h"
 
 struct side {
@@ -99,26 +100,13 @@ int main(void)
 		return 2;
 	setenv("OMX_IFACES", "mem0,mem1", 1);
 	setenv("OMX_RESEND_DELAY_MS", "50", 1);
-	struct omx_memnet *hub = omx_memnet_create();
-	omx__test_set_memnet(hub, 9000);
-	CHECK(omx_init() == OMX_SUCCESS);
-	omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
-	CHECK(omx_open_endpoint(0, 0, 1, NULL, 0, &S[0].ep) == OMX_SUCCESS);
-	CHECK(omx_open_endpoint(1, 0, 1, NULL, 0, &S[1].ep) == OMX_SUCCESS);
-	uint64_t n0, n1;
+	struct omx_memnet *hub = unit_memnet_pair(&S[0].ep, &S[1].ep, &S[0].peer);
+	uint64_t n0;
 	omx_board_number_to_nic_id(0, &n0);
-	omx_board_number_to_nic_id(1, &n1);
-	omx_request_t c0, c1;
+	omx_request_t c1;
 	omx_status_t st;
 	uint32_t res = 0;
-	CHECK(omx_iconnect(S[0].ep, n1, 0, 1, 0, NULL, &c0) == OMX_SUCCESS);
 	CHECK(omx_iconnect(S[1].ep, n0, 0, 1, 0, NULL, &c1) == OMX_SUCCESS);
-	while (!res) {
-		omx_progress(S[1].ep);
-		omx_test(S[0].ep, &c0, &st, &res);
-	}
-	S[0].peer = st.addr;
-	res = 0;
 	while (!res) {
 		omx_progress(S[0].ep);
 		omx_test(S[1].ep, &c1, &st, &res);

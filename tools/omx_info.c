@@ -163,7 +163,9 @@ static void show_config(void)
 	printf("  OMX_WIRE_MODE = %s\n", c->wire_mode == OMX_WIRE_COMPAT ? "compat" : "extended");
 	printf("  OMX_MTU = %" PRIu32 "%s\n", c->mtu_override, c->mtu_override ? "" : " (interface MTU)");
 	printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "\n", c->rndv_threshold);
-	printf("  OMX_SHARED_RNDV_THRESHOLD = %" PRIu32 "\n", c->shared_rndv_threshold);
+	printf("  OMX_SHARED_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->shared_rndv_threshold, c->shared_rndv_auto ? " (auto)" : "");
+	printf("  OMX_SHARED_SINGLE_COPY_MIN = %" PRIu32 "%s\n", c->shared_single_copy_min,
+	       c->shared_single_copy_min_auto ? " (auto)" : "");
 	printf("  OMX_RESENDS_MAX = %" PRIu32 "\n", c->resends_max);
 	printf("  OMX_RESEND_DELAY_MS = %" PRIu64 "\n", c->resend_delay_ns / 1000000u);
 	printf("  OMX_ACK_DELAY_MS = %" PRIu64 "\n", c->ack_delay_ns / 1000000u);
@@ -270,7 +272,7 @@ int main(int argc, char *argv[])
 		show_board(i, verb);
 	}
 	if (verb) {
-		char shared[512];
+		char shared[768];
 		printf("\n");
 		show_peers();
 		/* Which same-host mode is in force (single copy, or the two-copy fallback and why). */

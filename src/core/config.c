@@ -24,8 +24,8 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_PEER_MAX", "1024" }, { "OMX_ENDPOINT_MAX", "32" }, { "OMX_LOCK_DIR", "/dev/shm" },
 	{ "OMX_DISCOVERY", "auto" }, { "OMX_DISCOVERY_WAIT_MS", "3000" },
 	{ "OMX_WIRE_MODE", "extended" }, { "OMX_MTU", "0" }, { "OMX_RNDV_THRESHOLD", "32768" },
-	{ "OMX_SHARED_RNDV_THRESHOLD", "4096" }, { "OMX_DISABLE_SHARED", "0" }, { "OMX_SHARED_SINGLE_COPY", "1" },
-	{ "OMX_SHARED_NT_THRESHOLD", "2097152" }, { "OMX_SHARED_RING_KB", "auto" }, { "OMX_SHM_DIR", "/dev/shm" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
+	{ "OMX_SHARED_RNDV_THRESHOLD", "auto" }, { "OMX_DISABLE_SHARED", "0" }, { "OMX_SHARED_SINGLE_COPY", "1" },
+	{ "OMX_SHARED_SINGLE_COPY_MIN", "auto" }, { "OMX_SHARED_NT_THRESHOLD", "2097152" }, { "OMX_SHARED_RING_KB", "auto" }, { "OMX_SHM_DIR", "/dev/shm" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
 	{ "OMX_ACK_DELAY_MS", "16" }, { "OMX_NOTACKED_MAX", "4" }, { "OMX_PULL_RESEND_MS", "1000" },
 	{ "OMX_ZOMBIE_SEND", "512" }, { "OMX_SPIN_US", "100" }, { "OMX_WAITSPIN", "0" }, { "OMX_WAITINTR", "0" },
 	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
@@ -193,7 +193,15 @@ void omx__config_load_init(void)
 static void load_thresholds(struct omx_config *c, uint32_t medium_max)
 {
 	c->rndv_threshold = env_u32("OMX_RNDV_THRESHOLD", NULL, 32768);
-	c->shared_rndv_threshold = env_u32("OMX_SHARED_RNDV_THRESHOLD", NULL, 4096);
+	/* Same-host thresholds: unset or "auto", chosen by measuring the machine at the first
+	 * endpoint open (shared.c); until then, and if that fails, the values of stop 18. */
+	const char *v = getenv("OMX_SHARED_RNDV_THRESHOLD");
+	c->shared_rndv_auto = !v || !*v || !strcmp(v, "auto");
+	c->shared_rndv_threshold = c->shared_rndv_auto ? 4096 : env_u32("OMX_SHARED_RNDV_THRESHOLD", NULL, 4096);
+	v = getenv("OMX_SHARED_SINGLE_COPY_MIN");
+	c->shared_single_copy_min_auto = !v || !*v || !strcmp(v, "auto");
+	c->shared_single_copy_min = c->shared_single_copy_min_auto ? 0 : env_u32("OMX_SHARED_SINGLE_COPY_MIN", NULL, 0);
+	c->shared_medium_cap = medium_max;
 	if (c->rndv_threshold < OMX_SMALL_MAX)
 		c->rndv_threshold = OMX_SMALL_MAX;
 	if (c->rndv_threshold > medium_max)

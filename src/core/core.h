@@ -46,6 +46,10 @@ struct omx_config {
 	int loaded;
 	uint32_t rndv_threshold;        /* remote peers */
 	uint32_t shared_rndv_threshold; /* same-host peers */
+	uint32_t shared_single_copy_min; /* same-host rendezvous from this size: process_vm_readv; below: pulls */
+	int shared_rndv_auto;            /* the two above unset: measured (omx__shared_policy_resolve) */
+	int shared_single_copy_min_auto;
+	uint32_t shared_medium_cap;      /* the mode's largest medium: clamp of shared_rndv_threshold */
 	uint32_t resends_max;
 	uint32_t zombie_max;
 	uint32_t notacked_max;
@@ -578,6 +582,7 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds);
 
 /* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
 int omx__partner_shared(const struct omx_partner *p);
+void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */
 int omx__shared_export(union omx_request *r); /* 1: a same-host receiver can copy it directly */
 void omx__shared_unexport(struct omx_endpoint *ep, int region);
 int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/complete remain */
@@ -585,7 +590,7 @@ int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/com
  * this process use; returns snprintf's count. For omx_info (forks once to probe
  * process_vm_readv between processes). */
 int omx__shared_mode_string(char *buf, size_t len);
-void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks);
+void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled);
 void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now);
 
 /* board.c: host query/reply and periodic queries */

@@ -539,6 +539,8 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 						  (uint32_t)omx__shared_ring_bytes(omx__cfg.shared_ring_kb, lmtu),
 						  ep->session };
 		ep->local = omx_net_local_open(ep->board->iface.mac, lmtu, (uint8_t)ep->endpoint_index, &lo, &lerr);
+		if (ep->local && omx_net_local_own_ring(ep->local))
+			omx__shared_policy_resolve(); /* before the first same-host send */
 		if (!ep->local) {
 			omx__warn("no same-host path for endpoint %u: %s\n", ep->endpoint_index, strerror(-lerr));
 		} else if (lo.shared && !omx_net_local_own_ring(ep->local)) {
@@ -800,14 +802,15 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	pthread_mutex_unlock(&omx__g.lock);
 	if (ep->local && omx__cfg.verbose) {
 		struct omx_net_local_stats ls;
-		uint64_t sc, sb, fb;
+		uint64_t sc, sb, fb, pl;
 		omx_net_local_stats(ep->local, &ls);
-		omx__shared_stats(&sc, &sb, &fb);
+		omx__shared_stats(&sc, &sb, &fb, &pl);
 		omx__verbose("endpoint %u same-host summary: %llu frames through shared memory, %llu over the socket, "
-			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull\n",
+			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull, "
+			     "%llu pulled as the sender chose\n",
 			     ep->endpoint_index, (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
 			     (unsigned long long)ls.ring_skipped, (unsigned long long)sc, (unsigned long long)sb,
-			     (unsigned long long)fb);
+			     (unsigned long long)fb, (unsigned long long)pl);
 	}
 	endpoint_free(ep);
 	return OMX_SUCCESS;

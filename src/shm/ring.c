@@ -230,6 +230,8 @@ struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint,
 	r->slot_bytes = slot_bytes;
 	for (uint32_t i = 0; i < count; i++)
 		slot_at(r, i)->seq = i;
+	for (uint32_t i = 0; i < OMX_SHM_EXPORTS; i++)
+		h->exports[i].seqnum = UINT32_MAX; /* no use named yet */
 	__atomic_store_n(&h->magic, RING_MAGIC, __ATOMIC_RELEASE);
 
 	/* A previous file of the slot: its owner must be gone (we hold the endpoint slot); take its
@@ -540,11 +542,12 @@ int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const s
 	struct export_ent *e = &own->h->exports[id];
 	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
 	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
-	int ok = nseg <= OMX_SHM_EXPORT_SEGS;
+	int ok = segs && nseg <= OMX_SHM_EXPORT_SEGS;
 	__atomic_store_n(&e->valid, (uint32_t)ok, __ATOMIC_RELEASE);
+	/* Invalid entries name their use too: the receiver tells "pull this one" from a stale entry. */
+	__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELEASE);
 	if (ok) {
 		__atomic_store_n(&e->pid, own->pid, __ATOMIC_RELEASE); /* cached: no system call per export */
-		__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELEASE);
 		__atomic_store_n(&e->nseg, nseg, __ATOMIC_RELEASE);
 		__atomic_store_n(&e->total, total, __ATOMIC_RELEASE);
 		for (unsigned i = 0; i < nseg; i++) {
@@ -562,6 +565,7 @@ void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id)
 	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
 	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->valid, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->seqnum, UINT32_MAX, __ATOMIC_RELEASE); /* names no use: -ENOENT, not "pull" */
 	__atomic_store_n(&e->gen, g + 2u, __ATOMIC_RELEASE);
 }
 
@@ -586,7 +590,11 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 		seg[i][0] = __atomic_load_n(&e->seg[i][0], __ATOMIC_ACQUIRE);
 		seg[i][1] = __atomic_load_n(&e->seg[i][1], __ATOMIC_ACQUIRE);
 	}
-	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g1 || !valid || sn != seqnum || total < len || !pid)
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g1 || sn != seqnum)
+		return -ENOENT;
+	if (!valid)
+		return -ENODATA; /* exported to be pulled */
+	if (total < len || !pid)
 		return -ENOENT;
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < nseg; i++)

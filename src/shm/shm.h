@@ -59,13 +59,15 @@ uint32_t omx_shm_ring_hint(struct omx_shm_ring *r);
 uint64_t omx_shm_ring_skipped(struct omx_shm_ring *r);
 
 /* Exports (our ring): describe the buffer of rendezvous region `id` so a same-host receiver can
- * read it directly; withdraw it when the region is released. */
+ * read it directly; withdraw it when the region is released. segs NULL (or more segments than an
+ * export holds: -E2BIG) publishes "pull this one" for that use of the region. */
 int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const struct iovec *segs, unsigned nseg,
 		   uint64_t total);
 void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id);
 
 /* Single copy (receiver side): read `len` bytes of region (id, seqnum) exported in the peer ring
- * into dst. 0 on success; -ENOENT no valid export (changed, too many segments, ...), -EPERM /
+ * into dst. 0 on success; -ENODATA exported to be pulled (too many segments, or the sender's
+ * policy: smaller than its single-copy minimum); -ENOENT no such export (changed, withdrawn), -EPERM /
  * -ESRCH / -EFAULT from process_vm_readv (the caller falls back to pulling). */
 int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, const struct iovec *dst,
 			unsigned ndst, uint64_t len);
@@ -81,6 +83,20 @@ int omx_copy_nt_available(void);
 /* Hardware copy engine present (Intel DSA work queue in /sys/bus/dsa)? Never required, not used
  * for copies yet: the name is reported, "" if none. */
 const char *omx_copy_hw_engine(void);
+
+/* ---- single copy or two: measured per machine (calib.c) ---- */
+struct omx_copy_calib {
+	int ok;                   /* 0: process_vm_readv unusable here, nothing measured */
+	double cma_fixed_ns;      /* a 64 B process_vm_readv of our own memory */
+	double cma_ns_per_kib;    /* its price per KiB past that (64 KiB reads) */
+	double memcpy_ns_per_kib; /* memcpy's, in cache */
+};
+/* Measure (~0.2 ms; fastest of several samples). 0, or -errno if process_vm_readv failed. */
+int omx_copy_calibrate(struct omx_copy_calib *c);
+/* From a calibration: same-host messages above *rndv_threshold use the rendezvous, and of those,
+ * messages of at least *single_copy_min bytes are read with process_vm_readv (0: all of them),
+ * smaller ones pulled through the ring. */
+void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, uint32_t *single_copy_min);
 
 /* Directory of ring files (OMX_SHM_DIR or /dev/shm). */
 const char *omx_shm_dir(void);

@@ -23,15 +23,19 @@ run1() { omx_host_exec 1 env $(omx_env 1) OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "
 rings() { find "$TMP/shm" -name '*.ring' | wc -l; }
 # summary NAME FIELD: a number from the "same-host summary" line an endpoint prints at close
 summary() {
-	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks.*/\1 \2 \3 \4 \5/p" \
+	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks to pull, \([0-9]*\) pulled as.*/\1 \2 \3 \4 \5 \6/p" \
 		"$TMP/$1.log" | tail -n 1 | cut -d' ' -f"$2"
 }
+# The single copy from the rendezvous threshold on, whatever this machine's measured policy
+# (OMX_SHARED_SINGLE_COPY_MIN, src/shm/calib.c) would choose; PAIR_ENV overrides.
+ALWAYS_ONE_COPY=(OMX_SHARED_RNDV_THRESHOLD=4096 OMX_SHARED_SINGLE_COPY_MIN=0)
+PAIR_ENV=("${ALWAYS_ONE_COPY[@]}")
 pair() { # pair NAME ARGS... : endpoints 0 and 1 of host 0 with the same arguments (both ways)
 	local name=$1 a b
 	shift
-	run0 timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 11 "$@" >"$TMP/$name.a.log" 2>&1 &
+	run0 env "${PAIR_ENV[@]}" timeout 600 "$S" -d "$H0" -e 0 -r 1 -s 11 "$@" >"$TMP/$name.a.log" 2>&1 &
 	a=$!
-	run0 timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 12 "$@" >"$TMP/$name.b.log" 2>&1
+	run0 env "${PAIR_ENV[@]}" timeout 600 "$S" -d "$H0" -e 1 -r 0 -s 12 "$@" >"$TMP/$name.b.log" 2>&1
 	b=$?
 	wait $a
 	a=$?
@@ -81,6 +85,26 @@ check "large messages were copied once with process_vm_readv ($sc single copies,
 	test "${sc:-0}" -gt 0 -a "${fb:-1}" = 0
 fr=$(summary random.a 1)
 check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:-0}" -gt 0
+
+# --- the sender's choice: pulls below the single-copy minimum -----------------------------
+PAIR_ENV=(OMX_SHARED_RNDV_THRESHOLD=4096 OMX_SHARED_SINGLE_COPY_MIN=1048576)
+check "single copy from 1 MiB only (OMX_SHARED_SINGLE_COPY_MIN): random sizes up to 4 MiB intact" \
+	pair scmin -n "$N" -m 4194304 -w 16
+sc=$(summary scmin.a 4)
+fb=$(summary scmin.a 5)
+pl=$(summary scmin.a 6)
+check "below 1 MiB pulled as the sender chose, from 1 MiB copied once ($pl pulled, $sc single copies, $fb fallbacks)" \
+	test "${pl:-0}" -gt 0 -a "${sc:-0}" -gt 0 -a "${fb:-1}" = 0
+# --- the measured policy (the default): whatever it chooses here, every size class intact ----
+PAIR_ENV=()
+check "measured same-host policy (auto thresholds): size classes 32 B..4 MiB intact and in order" \
+	pair auto -n 300 -z $SIZES -w 8
+pol=$(grep -ho "same-host policy: .*" "$TMP/auto.a.log" | head -n 1)
+echo "  [auto] $pol"
+check "the measured policy is reported (OMX_VERBOSE)" test -n "$pol"
+fb=$(summary auto.a 5)
+check "measured policy: no fallback (${fb:-?})" test "${fb:-1}" = 0
+PAIR_ENV=("${ALWAYS_ONE_COPY[@]}")
 
 # --- sleeping receivers: woken by the doorbell ----------------------------------------------
 PERF=$OMX_BUILD/tools/omx_perf
@@ -141,7 +165,7 @@ if ip link add omxb0 netns "${OMX_NS[0]}" type veth peer name omxb1 netns "${OMX
 	cp "$TMP/peers" "$TMP/peers2"
 	echo "$MACB ${OMX_HOSTNAME[0]}:1" >>"$TMP/peers2"
 	runb() { omx_host_exec 0 env $(omx_env 0) OMX_PEERS="$TMP/peers2" OMX_IFACES="${OMX_IF[0]},omxb0" \
-		OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "$@"; }
+		OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "${ALWAYS_ONE_COPY[@]}" "$@"; }
 	runb timeout 600 "$S" -b 0 -d "${OMX_HOSTNAME[0]}:1" -e 6 -r 6 -s 81 -n "$N" -m 4194304 -w 8 >"$TMP/boards.a.log" 2>&1 &
 	A=$!
 	runb timeout 600 "$S" -b 1 -d "$H0" -e 6 -r 6 -s 82 -n "$N" -m 4194304 -w 8 >"$TMP/boards.b.log" 2>&1

@@ -302,6 +302,9 @@ static void single_copy(void)
 		(void)!read(to_child[0], &c, 1); /* read done: withdraw */
 		omx_shm_unexport(own, 7);
 		(void)!write(to_parent[1], &c, 1);
+		(void)!read(to_child[0], &c, 1); /* next use of the region: to be pulled */
+		c = omx_shm_export(own, 7, 9, NULL, 0, A) == -E2BIG ? 'p' : 'x';
+		(void)!write(to_parent[1], &c, 1);
 		(void)!read(to_child[0], &c, 1);
 		_exit(0);
 	}
@@ -326,6 +329,11 @@ static void single_copy(void)
 		(void)!write(to_child[1], "u", 1);
 		CHECK(read(to_parent[0], &c, 1) == 1);
 		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total) == -ENOENT); /* withdrawn */
+		CHECK(omx_shm_single_copy(peer, 7, 9, dst, 3, total) == -ENOENT); /* not that use yet */
+		(void)!write(to_child[1], "p", 1);
+		CHECK(read(to_parent[0], &c, 1) == 1 && c == 'p');
+		CHECK(omx_shm_single_copy(peer, 7, 9, dst, 3, total) == -ENODATA); /* sender: pull it */
+		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total) == -ENOENT);  /* an older use: stale */
 		omx_shm_ring_close(peer);
 		free(d);
 	}
@@ -409,6 +417,32 @@ static void copy_engines(void)
 	free(dst);
 }
 
+/* The single-copy policy (calib.c) on the figures of the two VMs measured, and in between. */
+static void copy_policy(void)
+{
+	uint32_t rndv = 1, min = 1;
+	struct omx_copy_calib none = { 0 };
+	omx_copy_policy(&none, &rndv, &min);
+	CHECK(rndv == 4096 && min == 0); /* nothing measured: the historical defaults */
+	struct omx_copy_calib cheap = { 1, 300.0, 25.0, 20.0 }; /* kernel copy as fast as memcpy */
+	omx_copy_policy(&cheap, &rndv, &min);
+	CHECK(rndv == 4096 && min == 0);
+	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0 }; /* the AMD VM: 3.6x memcpy per byte */
+	omx_copy_policy(&dear, &rndv, &min);
+	CHECK(rndv == 32 * 1024 && min == 4u << 20);
+	struct omx_copy_calib mid = { 1, 3000.0, 30.0, 20.0 }; /* wins from 100 KiB on */
+	omx_copy_policy(&mid, &rndv, &min);
+	CHECK(rndv == 32 * 1024 && min == 128 * 1024);
+	struct omx_copy_calib mid2 = { 1, 2000.0, 30.0, 20.0 }; /* from 50 KiB */
+	omx_copy_policy(&mid2, &rndv, &min);
+	CHECK(rndv == 32 * 1024 && min == 64 * 1024);
+	struct omx_copy_calib here;
+	CHECK(omx_copy_calibrate(&here) == 0);
+	CHECK(here.ok && here.cma_fixed_ns > 0 && here.memcpy_ns_per_kib > 0 && here.cma_ns_per_kib >= 0);
+	printf("copy_policy: this machine: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB\n", here.cma_fixed_ns,
+	       here.cma_ns_per_kib, here.memcpy_ns_per_kib);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/omx-shm-test.XXXXXX");
@@ -422,6 +456,7 @@ int main(void)
 	single_copy();
 	single_copy_refused();
 	copy_engines();
+	copy_policy();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	(void)!system(cmd);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "shm/shm.h"
 #include "core/counters.h"
 
 #define OMX_EARLY_FRAMES_MAX 1024 /* per partner; beyond, frames are dropped and retransmitted */
@@ -128,7 +129,7 @@ static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const
 	r->s.u.recv.received += n;
 	omx__count(ep->board, OMX_C_RECV_MEDIUM_FRAG);
 	if (r->s.u.recv.unexp_buf) {
-		memcpy(r->s.u.recv.unexp_buf + off, pkt->payload, n);
+		omx_memcpy(r->s.u.recv.unexp_buf + off, pkt->payload, n);
 	} else if (off < r->s.status.xfer_length) {
 		uint32_t m = r->s.status.xfer_length - off < n ? r->s.status.xfer_length - off : n;
 		omx__copy_to_segs(r->s.segs, r->s.nseg, off, pkt->payload, m);
@@ -162,7 +163,7 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
 		omx__count(ep->board, pkt->ptype == OMX_PT_TINY ? OMX_C_RECV_TINY : OMX_C_RECV_SMALL);
 		if (unexpected) {
 			if (len)
-				memcpy(r->s.u.recv.unexp_buf, pkt->payload, len);
+				omx_memcpy(r->s.u.recv.unexp_buf, pkt->payload, len);
 			r->s.u.recv.received = len;
 		} else {
 			omx__copy_to_segs(r->s.segs, r->s.nseg, 0, pkt->payload, r->s.status.xfer_length);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "shm/shm.h"
 
 /* Freed requests are kept on a short per-endpoint list (every message takes one or two, and
  * malloc/free was a visible part of a same-host round trip); not under AddressSanitizer, which
@@ -160,7 +161,7 @@ void omx__copy_to_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, co
 		uint32_t n = segs[i].len - offset;
 		if (n > len)
 			n = len;
-		memcpy((uint8_t *)segs[i].ptr + offset, s, n);
+		omx_memcpy((uint8_t *)segs[i].ptr + offset, s, n);
 		s += n;
 		len -= n;
 		offset = 0;
@@ -178,7 +179,7 @@ void omx__copy_from_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, 
 		uint32_t n = segs[i].len - offset;
 		if (n > len)
 			n = len;
-		memcpy(d, (const uint8_t *)segs[i].ptr + offset, n);
+		omx_memcpy(d, (const uint8_t *)segs[i].ptr + offset, n);
 		d += n;
 		len -= n;
 		offset = 0;

@@ -422,7 +422,7 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	for (unsigned i = 0; i < iovcnt; i++) {
 		size_t n = iov[i].iov_len, skip = off < head ? head - off : 0;
 		if (skip < n)
-			memcpy(s->data + off + skip, (const uint8_t *)iov[i].iov_base + skip, n - skip);
+			omx_memcpy(s->data + off + skip, (const uint8_t *)iov[i].iov_base + skip, n - skip);
 		off += n;
 	}
 	off = 0;

@@ -412,6 +412,17 @@ static void copy_engines(void)
 	omx_copy_set_nt_threshold(0);
 	omx_copy(dst, src, 1000, 1 << 20);
 	CHECK(memcmp(dst, src, 1000) == 0);
+	/* omx_memcpy: every relative offset modulo 4 KiB near the slow window (1-31) and outside */
+	size_t lens[] = { 0, 63, 2047, 2048, 4096, 8968, 65537 };
+	for (unsigned l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (unsigned rel = 0; rel < 40; rel++) {
+			uint8_t *d = dst + 4096 + rel, *s0 = src + 4096 + 7 * (rel & 1);
+			d += 7 * (rel & 1); /* source misaligned too, the relative offset kept */
+			memset(dst, 0xEE, (1 << 20) + 64);
+			omx_memcpy(d, s0, lens[l]);
+			CHECK(memcmp(d, s0, lens[l]) == 0);
+			CHECK(d[-1] == 0xEE && d[lens[l]] == 0xEE);
+		}
 	(void)omx_copy_hw_engine();
 	free(src);
 	free(dst);

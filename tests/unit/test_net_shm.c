@@ -438,6 +438,11 @@ static void copy_policy(void)
 	struct omx_copy_calib cheap = { 1, 300.0, 25.0, 20.0 }; /* kernel copy as fast as memcpy */
 	omx_copy_policy(&cheap, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0);
+	/* the Intel VM as estimated (cheap entry, 38.5 ns/KiB, a fast memcpy): the model alone
+	 * would pull, the entry price keeps the single copy */
+	struct omx_copy_calib intel = { 1, 250.0, 38.5, 11.0 };
+	omx_copy_policy(&intel, &rndv, &min);
+	CHECK(rndv == 4096 && min == 0);
 	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0 }; /* the AMD VM: 3.6x memcpy per byte */
 	omx_copy_policy(&dear, &rndv, &min);
 	CHECK(rndv == 32 * 1024 && min == 4u << 20);

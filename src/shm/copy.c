@@ -35,6 +35,31 @@ int omx_copy_nt_available(void)
 }
 
 #if HAVE_NT
+/* Copy whole 64-byte blocks with SSE2 (every x86-64 has it), streaming (non-temporal) stores or
+ * regular ones; advances the cursors, leaves the tail (< 64 bytes) to the caller. */
+static inline __attribute__((always_inline)) void copy_blocks(uint8_t **dp, const uint8_t **sp, size_t *np, int nt)
+{
+	uint8_t *d = *dp;
+	const uint8_t *s = *sp;
+	size_t n = *np;
+	while (n >= 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+		__m128i *o = (__m128i *)(void *)d;
+		if (nt) {
+			_mm_stream_si128(o, a), _mm_stream_si128(o + 1, b);
+			_mm_stream_si128(o + 2, c), _mm_stream_si128(o + 3, e);
+		} else {
+			_mm_storeu_si128(o, a), _mm_storeu_si128(o + 1, b);
+			_mm_storeu_si128(o + 2, c), _mm_storeu_si128(o + 3, e);
+		}
+		d += 64, s += 64, n -= 64;
+	}
+	*dp = d, *sp = s, *np = n;
+}
+
 static void copy_nt(void *dst, const void *src, size_t n)
 {
 	uint8_t *d = dst;
@@ -44,39 +69,17 @@ static void copy_nt(void *dst, const void *src, size_t n)
 		head = n;
 	memcpy(d, s, head);
 	d += head, s += head, n -= head;
-	while (n >= 64) {
-		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-		__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-		_mm_stream_si128((__m128i *)(void *)d, a);
-		_mm_stream_si128((__m128i *)(void *)(d + 16), b);
-		_mm_stream_si128((__m128i *)(void *)(d + 32), c);
-		_mm_stream_si128((__m128i *)(void *)(d + 48), e);
-		d += 64, s += 64, n -= 64;
-	}
+	copy_blocks(&d, &s, &n, 1);
 	_mm_sfence(); /* streaming stores are weakly ordered: visible before anything published next */
 	memcpy(d, s, n);
 }
-#endif
 
-#if HAVE_NT
-/* Regular stores, 64 bytes an iteration (SSE2: every x86-64 has it). */
+/* Regular stores: the way around memcpy's slow relative alignments (omx_memcpy). */
 static void copy_vec(void *dst, const void *src, size_t n)
 {
 	uint8_t *d = dst;
 	const uint8_t *s = src;
-	while (n >= 64) {
-		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-		__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-		_mm_storeu_si128((__m128i *)(void *)d, a);
-		_mm_storeu_si128((__m128i *)(void *)(d + 16), b);
-		_mm_storeu_si128((__m128i *)(void *)(d + 32), c);
-		_mm_storeu_si128((__m128i *)(void *)(d + 48), e);
-		d += 64, s += 64, n -= 64;
-	}
+	copy_blocks(&d, &s, &n, 0);
 	memcpy(d, s, n);
 }
 #endif

@@ -417,6 +417,7 @@ struct omx_endpoint {
 	/* scratch frame buffer for transmissions (lock held) */
 	uint8_t *txbuf;
 	size_t txbuf_len;
+	uint8_t *batchbuf; /* OMX_NET_BATCH_MAX frame heads for omx__send_frames */
 	uint8_t *pullbuf; /* gathers multi-segment pull replies */
 	struct omx_wire_params wp_local; /* frames to and from endpoints of this host (wire.c) */
 	uint32_t debug_gen; /* OMX_DEBUG_SIGNAL dumps done (debug.c) */
@@ -482,6 +483,8 @@ typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
 int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms);
 void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+/* Several frames to one destination (pull replies): one system call where the transport batches. */
+void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter);
 /* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */
 unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu);
 uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu);

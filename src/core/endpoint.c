@@ -200,6 +200,55 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 		omx__count(ep->board, counter);
 }
 
+/* A batch slot: the head of a gathered frame, or a whole frame whose payload is below
+ * OMX_GATHER_MIN (padded to the Ethernet minimum by the encoder). */
+#define BATCH_SLOT (OMX_GATHER_MIN + 128u)
+
+void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter)
+{
+	const struct omx_net_ops *ops = ep->net->ops;
+	if (!ops->send_batch || count < 2 || (ep->local && omx__is_local_mac(pkts[0].dst_mac))) {
+		for (unsigned i = 0; i < count; i++)
+			omx__send_frame(ep, &pkts[i], counter);
+		return;
+	}
+	while (count) {
+		struct omx_net_frame f[OMX_NET_BATCH_MAX];
+		unsigned k = count < OMX_NET_BATCH_MAX ? count : OMX_NET_BATCH_MAX, n = 0;
+		for (unsigned i = 0; i < k; i++) {
+			struct omx_pkt *pkt = &pkts[i];
+			uint8_t *buf = ep->batchbuf + (size_t)n * BATCH_SLOT;
+			memcpy(pkt->src_mac, ep->board->iface.mac, 6);
+			int gather = pkt->payload && pkt->payload_len >= OMX_GATHER_MIN;
+			size_t len = gather ? omx_wire_encode_header(&ep->wp, pkt, buf, BATCH_SLOT)
+					    : omx_wire_encode(&ep->wp, pkt, buf, BATCH_SLOT);
+			if (!len) {
+				omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
+				continue;
+			}
+			f[n].iov[0].iov_base = buf;
+			f[n].iov[0].iov_len = len;
+			f[n].iov[1].iov_base = (void *)pkt->payload;
+			f[n].iov[1].iov_len = gather ? pkt->payload_len : 0;
+			f[n].iovcnt = gather ? 2 : 1;
+			n++;
+		}
+		int sent = n ? ops->send_batch(ep->net, f, n) : 0;
+		if (sent < 0) {
+			omx__verbose("transmit failed: %s\n", strerror(-sent));
+			sent = 0;
+		}
+		/* Frames not sent are losses, as for send: retransmission recovers. */
+		for (unsigned i = (unsigned)sent; i < n; i++)
+			omx__count(ep->board, OMX_C_X_TX_FAILED);
+		if (counter >= 0)
+			for (int i = 0; i < sent; i++)
+				omx__count(ep->board, counter);
+		pkts += k;
+		count -= k;
+	}
+}
+
 /* ---- progression ---- */
 
 void omx__notify_waiters(struct omx_endpoint *ep)
@@ -452,6 +501,7 @@ static void endpoint_free(struct omx_endpoint *ep)
 	if (ep->lock_fd >= 0)
 		close(ep->lock_fd);
 	free(ep->txbuf);
+	free(ep->batchbuf);
 	free(ep->pullbuf);
 	pthread_mutex_destroy(&ep->lock);
 	pthread_cond_destroy(&ep->cond);
@@ -684,9 +734,10 @@ static omx_return_t endpoint_setup(struct omx_endpoint *ep)
 	ep->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ep->txbuf_len = (ep->wp_local.mtu > ep->wp.mtu ? ep->wp_local.mtu : ep->wp.mtu) + 64;
 	ep->txbuf = malloc(ep->txbuf_len);
+	ep->batchbuf = malloc((size_t)OMX_NET_BATCH_MAX * BATCH_SLOT);
 	ep->pullbuf = malloc(ep->wp.pull_reply_max);
 	ep->partners = calloc(omx__cfg.peer_max, sizeof(*ep->partners));
-	if (ep->event_fd < 0 || !ep->txbuf || !ep->pullbuf || !ep->partners)
+	if (ep->event_fd < 0 || !ep->txbuf || !ep->batchbuf || !ep->pullbuf || !ep->partners)
 		return OMX_NO_SYSTEM_RESOURCES;
 	int self_idx = omx__peer_by_nic_id(ep->board->nic_id);
 	if (self_idx < 0)

@@ -83,7 +83,12 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		return;
 	}
 	uint32_t remaining = q->block_length;
+	/* One segment: the replies point into the buffer and leave together (omx__send_frames);
+	 * several: each is gathered into pullbuf and sent before the next. */
+	struct omx_pkt reps[OMX_NET_BATCH_MAX];
+	unsigned nrep = 0;
 	for (uint32_t i = 0; remaining; i++) {
+		struct omx_pkt *rp = r->s.nseg == 1 ? &reps[nrep] : &reps[0];
 		struct omx_pkt rep;
 		uint32_t n = (i == 0 ? R - q->first_frame_offset : R);
 		if (n > remaining)
@@ -104,10 +109,18 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 			rep.payload = ep->pullbuf;
 		}
 		rep.payload_len = n;
-		omx__send_frame(ep, &rep, OMX_C_SEND_PULL_REPLY);
+		*rp = rep;
+		if (r->s.nseg != 1) {
+			omx__send_frame(ep, rp, OMX_C_SEND_PULL_REPLY);
+		} else if (++nrep == OMX_NET_BATCH_MAX) {
+			omx__send_frames(ep, reps, nrep, OMX_C_SEND_PULL_REPLY);
+			nrep = 0;
+		}
 		off += n;
 		remaining -= n;
 	}
+	if (nrep)
+		omx__send_frames(ep, reps, nrep, OMX_C_SEND_PULL_REPLY);
 }
 
 /* NOTIFY for one of our large sends (in sequence; its piggyack was applied just before). */

@@ -45,6 +45,13 @@ typedef int (*omx_net_split_fn)(void *arg, const uint8_t *head, size_t head_len,
  * not the one the head belongs to (nothing usable was read; the transport resynchronises). */
 long omx_net_split_read(struct omx_net_split *s, const struct iovec *iov, unsigned iovcnt);
 
+/* One frame of a batch: its bytes gathered from iov[0..iovcnt). */
+struct omx_net_frame {
+	struct iovec iov[2];
+	unsigned iovcnt;
+};
+#define OMX_NET_BATCH_MAX 32u
+
 struct omx_net_ops {
 	/* Send one complete frame (Ethernet header included) gathered from iov. Frames shorter than
 	 * 60 bytes are padded by the caller (the wire encoder does it). 0 or -errno; -EAGAIN/-ENOBUFS
@@ -59,6 +66,9 @@ struct omx_net_ops {
 	/* May be NULL. Called with sleeping=1 just before the owner sleeps on fd (returns 1 if work
 	 * is already waiting: do not sleep), and with 0 after it woke. */
 	int (*prepare_sleep)(struct omx_net *n, int sleeping);
+	/* May be NULL (the caller then sends frame by frame). Send up to OMX_NET_BATCH_MAX frames in
+	 * one system call; returns how many left (the first ones), or -errno as send. */
+	int (*send_batch)(struct omx_net *n, const struct omx_net_frame *f, unsigned count);
 };
 
 struct omx_net {

@@ -237,6 +237,31 @@ static int pkt_send(struct omx_net *n, const struct iovec *iov, unsigned iovcnt)
 	}
 }
 
+/* Pull replies leave in blocks: one sendmmsg for a block saves ~500 ns a frame on the AMD VM
+ * (20-30% of a frame's kernel path there, docs/performance.md stop 19). */
+static int pkt_send_batch(struct omx_net *n, const struct omx_net_frame *f, unsigned count)
+{
+	struct omx_net_packet *p = to_pkt(n);
+	struct mmsghdr m[OMX_NET_BATCH_MAX];
+	if (count > OMX_NET_BATCH_MAX)
+		count = OMX_NET_BATCH_MAX;
+	memset(m, 0, sizeof(m[0]) * count);
+	for (unsigned i = 0; i < count; i++) {
+		m[i].msg_hdr.msg_name = &p->dst;
+		m[i].msg_hdr.msg_namelen = sizeof(p->dst);
+		m[i].msg_hdr.msg_iov = (struct iovec *)f[i].iov;
+		m[i].msg_hdr.msg_iovlen = f[i].iovcnt;
+	}
+	for (;;) {
+		int r = sendmmsg(p->sock, m, count, MSG_DONTWAIT);
+		if (r >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	}
+}
+
 static void pkt_close(struct omx_net *n)
 {
 	struct omx_net_packet *p = to_pkt(n);
@@ -257,6 +282,7 @@ static const struct omx_net_ops pkt_ops = {
 	.recv_burst = pkt_recv_burst,
 	.next_deadline = NULL,
 	.close = pkt_close,
+	.send_batch = pkt_send_batch,
 };
 
 /*

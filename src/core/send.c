@@ -52,18 +52,27 @@ void omx__send_sequenced(union omx_request *r)
 		omx__send_frame(ep, &pkt, r->s.type == OMX_REQ_SEND_TINY ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
 		break;
 	case OMX_REQ_SEND_MEDIUM: {
+		/* The fragments leave together (one sendmmsg on the network, omx__send_frames). */
 		const struct omx_wire_params *wp = omx__wp_for(ep, r->s.partner->mac);
 		uint32_t F = wp->medium_frag_max;
+		struct omx_pkt frags[OMX_NET_BATCH_MAX];
+		unsigned nf = 0;
 		for (uint32_t i = 0, off = 0; off < len; i++, off += F) {
-			fill_msg_head(&pkt, r, OMX_PT_MEDIUM);
-			pkt.u.msg.length = len;
-			pkt.u.msg.frag_seqnum = (uint8_t)i;
-			pkt.u.msg.frag_length = (uint16_t)(len - off < F ? len - off : F);
-			pkt.u.msg.frag_pipeline = wp->frag_pipeline;
-			pkt.payload = r->s.u.send.data + off;
-			pkt.payload_len = pkt.u.msg.frag_length;
-			omx__send_frame(ep, &pkt, OMX_C_SEND_MEDIUMSQ_FRAG);
+			struct omx_pkt *fp = &frags[nf];
+			fill_msg_head(fp, r, OMX_PT_MEDIUM);
+			fp->u.msg.length = len;
+			fp->u.msg.frag_seqnum = (uint8_t)i;
+			fp->u.msg.frag_length = (uint16_t)(len - off < F ? len - off : F);
+			fp->u.msg.frag_pipeline = wp->frag_pipeline;
+			fp->payload = r->s.u.send.data + off;
+			fp->payload_len = fp->u.msg.frag_length;
+			if (++nf == OMX_NET_BATCH_MAX) {
+				omx__send_frames(ep, frags, nf, OMX_C_SEND_MEDIUMSQ_FRAG);
+				nf = 0;
+			}
 		}
+		if (nf)
+			omx__send_frames(ep, frags, nf, OMX_C_SEND_MEDIUMSQ_FRAG);
 		break;
 	}
 	case OMX_REQ_RECV_LARGE:

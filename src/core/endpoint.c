@@ -233,17 +233,22 @@ void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned co
 			f[n].iovcnt = gather ? 2 : 1;
 			n++;
 		}
-		int sent = n ? ops->send_batch(ep->net, f, n) : 0;
-		if (sent < 0) {
-			omx__verbose("transmit failed: %s\n", strerror(-sent));
-			sent = 0;
-		}
-		/* Frames not sent are losses, as for send: retransmission recovers. */
-		for (unsigned i = (unsigned)sent; i < n; i++)
+		/* A batch stops at its first failing frame: that frame is a loss, as with send
+		 * (retransmission recovers), and the ones after it get their own attempt. */
+		unsigned done = 0;
+		while (done < n) {
+			int sent = ops->send_batch(ep->net, f + done, n - done);
+			if (sent > 0) {
+				if (counter >= 0)
+					for (int i = 0; i < sent; i++)
+						omx__count(ep->board, counter);
+				done += (unsigned)sent;
+				continue;
+			}
+			omx__verbose("transmit failed: %s\n", strerror(sent < 0 ? -sent : EAGAIN));
 			omx__count(ep->board, OMX_C_X_TX_FAILED);
-		if (counter >= 0)
-			for (int i = 0; i < sent; i++)
-				omx__count(ep->board, counter);
+			done++;
+		}
 		pkts += k;
 		count -= k;
 	}

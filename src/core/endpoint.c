@@ -153,27 +153,38 @@ uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu)
  * byte of medium fragments and pull replies. Below it, one contiguous copy is cheaper. */
 #define OMX_GATHER_MIN 512u
 
-void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
+/* Our source MAC, then the frame (or, for a gathered payload, its head) encoded into buf;
+ * iov[0] is set by the caller, iov[1] here for a gathered payload. The head's length (0: cannot
+ * be encoded, dropped), *iovcnt 1 or 2. */
+static size_t frame_encode(struct omx_endpoint *ep, const struct omx_wire_params *wp, struct omx_pkt *pkt,
+			   uint8_t *buf, size_t buf_len, struct iovec iov[2], unsigned *iovcnt)
 {
 	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
-	struct iovec iov[2];
-	unsigned iovcnt = 1;
 	size_t n;
-	int local = ep->local && omx__is_local_mac(pkt->dst_mac);
-	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp;
 	if ((pkt->ptype == OMX_PT_MEDIUM || pkt->ptype == OMX_PT_PULL_REPLY) && pkt->payload &&
 	    pkt->payload_len >= OMX_GATHER_MIN) {
-		n = omx_wire_encode_header(wp, pkt, ep->txbuf, ep->txbuf_len);
+		n = omx_wire_encode_header(wp, pkt, buf, buf_len);
 		iov[1].iov_base = (void *)pkt->payload;
 		iov[1].iov_len = pkt->payload_len;
-		iovcnt = 2;
+		*iovcnt = 2;
 	} else {
-		n = omx_wire_encode(wp, pkt, ep->txbuf, ep->txbuf_len);
+		n = omx_wire_encode(wp, pkt, buf, buf_len);
+		*iovcnt = 1;
 	}
-	if (!n) {
+	if (!n)
 		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
+	return n;
+}
+
+void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
+{
+	struct iovec iov[2];
+	unsigned iovcnt;
+	int local = ep->local && omx__is_local_mac(pkt->dst_mac);
+	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp;
+	size_t n = frame_encode(ep, wp, pkt, ep->txbuf, ep->txbuf_len, iov, &iovcnt);
+	if (!n)
 		return;
-	}
 	if (local && iovcnt == 1 && n == OMX_FRAME_MIN) {
 		/* No Ethernet on the way: unpadded, a tiny message fits one cache line of the ring slot
 		 * (one line transfer less per message). */
@@ -216,21 +227,12 @@ void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned co
 		struct omx_net_frame f[OMX_NET_BATCH_MAX];
 		unsigned k = count < OMX_NET_BATCH_MAX ? count : OMX_NET_BATCH_MAX, n = 0;
 		for (unsigned i = 0; i < k; i++) {
-			struct omx_pkt *pkt = &pkts[i];
 			uint8_t *buf = ep->batchbuf + (size_t)n * BATCH_SLOT;
-			memcpy(pkt->src_mac, ep->board->iface.mac, 6);
-			int gather = pkt->payload && pkt->payload_len >= OMX_GATHER_MIN;
-			size_t len = gather ? omx_wire_encode_header(&ep->wp, pkt, buf, BATCH_SLOT)
-					    : omx_wire_encode(&ep->wp, pkt, buf, BATCH_SLOT);
-			if (!len) {
-				omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
+			size_t len = frame_encode(ep, &ep->wp, &pkts[i], buf, BATCH_SLOT, f[n].iov, &f[n].iovcnt);
+			if (!len)
 				continue;
-			}
 			f[n].iov[0].iov_base = buf;
 			f[n].iov[0].iov_len = len;
-			f[n].iov[1].iov_base = (void *)pkt->payload;
-			f[n].iov[1].iov_len = gather ? pkt->payload_len : 0;
-			f[n].iovcnt = gather ? 2 : 1;
 			n++;
 		}
 		/* A batch stops at its first failing frame: that frame is a loss, as with send

@@ -88,30 +88,28 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	struct omx_pkt reps[OMX_NET_BATCH_MAX];
 	unsigned nrep = 0;
 	for (uint32_t i = 0; remaining; i++) {
-		struct omx_pkt *rp = r->s.nseg == 1 ? &reps[nrep] : &reps[0];
-		struct omx_pkt rep;
+		struct omx_pkt *rep = &reps[r->s.nseg == 1 ? nrep : 0];
 		uint32_t n = (i == 0 ? R - q->first_frame_offset : R);
 		if (n > remaining)
 			n = remaining;
-		memset(&rep, 0, sizeof(rep));
-		memcpy(rep.dst_mac, pkt->src_mac, 6);
-		rep.peer_index = peer->reverse_index[ep->board_index];
-		rep.ptype = OMX_PT_PULL_REPLY;
-		rep.u.pull_reply.frame_seqnum = (uint8_t)(q->frame_index + i);
-		rep.u.pull_reply.frame_length = (uint16_t)n;
-		rep.u.pull_reply.msg_offset = (uint32_t)off;
-		rep.u.pull_reply.dst_pull_handle = q->src_pull_handle;
-		rep.u.pull_reply.dst_magic = q->src_magic;
+		memset(rep, 0, sizeof(*rep));
+		memcpy(rep->dst_mac, pkt->src_mac, 6);
+		rep->peer_index = peer->reverse_index[ep->board_index];
+		rep->ptype = OMX_PT_PULL_REPLY;
+		rep->u.pull_reply.frame_seqnum = (uint8_t)(q->frame_index + i);
+		rep->u.pull_reply.frame_length = (uint16_t)n;
+		rep->u.pull_reply.msg_offset = (uint32_t)off;
+		rep->u.pull_reply.dst_pull_handle = q->src_pull_handle;
+		rep->u.pull_reply.dst_magic = q->src_magic;
 		if (r->s.nseg == 1) {
-			rep.payload = (const uint8_t *)r->s.segs[0].ptr + off;
+			rep->payload = (const uint8_t *)r->s.segs[0].ptr + off;
 		} else {
 			omx__copy_from_segs(r->s.segs, r->s.nseg, (uint32_t)off, ep->pullbuf, n);
-			rep.payload = ep->pullbuf;
+			rep->payload = ep->pullbuf;
 		}
-		rep.payload_len = n;
-		*rp = rep;
+		rep->payload_len = n;
 		if (r->s.nseg != 1) {
-			omx__send_frame(ep, rp, OMX_C_SEND_PULL_REPLY);
+			omx__send_frame(ep, rep, OMX_C_SEND_PULL_REPLY);
 		} else if (++nrep == OMX_NET_BATCH_MAX) {
 			omx__send_frames(ep, reps, nrep, OMX_C_SEND_PULL_REPLY);
 			nrep = 0;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "shm/shm.h"
@@ -24,13 +23,6 @@
 #define SMALL_REPS 32
 #define BIG_REPS 8
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The fastest of reps reads: a preemption or an interrupt only makes a sample slower, so the
  * minimum is what the machine can do, even on a loaded host (MPI ranks starting together). */
 static int64_t min_cma_ns(pid_t self, void *dst, const void *src, size_t len, int reps)
@@ -38,9 +30,9 @@ static int64_t min_cma_ns(pid_t self, void *dst, const void *src, size_t len, in
 	int64_t best = -1;
 	for (int i = 0; i < reps; i++) {
 		struct iovec l = { dst, len }, r = { (void *)src, len };
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = omx_shm_now_ns();
 		ssize_t n = process_vm_readv(self, &l, 1, &r, 1, 0);
-		uint64_t t1 = mono_ns();
+		uint64_t t1 = omx_shm_now_ns();
 		if (n != (ssize_t)len)
 			return -1;
 		if (best < 0 || (int64_t)(t1 - t0) < best)
@@ -53,10 +45,10 @@ static int64_t min_memcpy_ns(void *dst, const void *src, size_t len, int reps)
 {
 	int64_t best = -1;
 	for (int i = 0; i < reps; i++) {
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = omx_shm_now_ns();
 		memcpy(dst, src, len);
 		__asm__ volatile("" : : "r"(dst) : "memory"); /* the copy is not dead */
-		uint64_t t1 = mono_ns();
+		uint64_t t1 = omx_shm_now_ns();
 		if (best < 0 || (int64_t)(t1 - t0) < best)
 			best = (int64_t)(t1 - t0);
 	}

@@ -105,7 +105,7 @@ static void ring_name(char *buf, size_t len, const uint8_t m[6], uint8_t endpoin
 		 m[3], m[4], m[5], endpoint);
 }
 
-static uint64_t now_ns(void)
+uint64_t omx_shm_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -482,7 +482,7 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 		if (__atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) == pos)
 			break; /* empty */
 		/* Claimed, not published yet. */
-		uint64_t now = now_ns();
+		uint64_t now = omx_shm_now_ns();
 		if (!r->stall_since) {
 			r->stall_since = now;
 			break;

@@ -101,6 +101,9 @@ int omx_copy_calibrate(struct omx_copy_calib *c);
  * smaller ones pulled through the ring. */
 void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, uint32_t *single_copy_min);
 
+/* CLOCK_MONOTONIC in nanoseconds (this layer's clock: stall deadlines, calibration). */
+uint64_t omx_shm_now_ns(void);
+
 /* Directory of ring files (OMX_SHM_DIR or /dev/shm). */
 const char *omx_shm_dir(void);
 

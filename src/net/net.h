@@ -67,7 +67,7 @@ struct omx_net_ops {
 	 * is already waiting: do not sleep), and with 0 after it woke. */
 	int (*prepare_sleep)(struct omx_net *n, int sleeping);
 	/* May be NULL (the caller then sends frame by frame). Send up to OMX_NET_BATCH_MAX frames in
-	 * one system call; returns how many left (the first ones), or -errno as send. */
+	 * one system call; returns how many it sent (always the first ones), or -errno as send. */
 	int (*send_batch)(struct omx_net *n, const struct omx_net_frame *f, unsigned count);
 };
 

@@ -15,6 +15,9 @@
 # shared-memory flag + memcpy: the floor of any shared-memory path), and ring (bench/ring_pingpong.c:
 # omx's shared-memory ring alone, frames of the message length + 40 header bytes, up to 9176 B:
 # what the same-host path costs without the MX protocol on top).
+# self: one process, two endpoints, one thread (bench/self_pingpong.c, up to 4 KiB): no second
+# CPU, so the figure is the library's own software cost per message (SELF: another binary, e.g.
+# built against an older library, for before/after comparisons).
 # Every mode runs the lengths of the omx_perf options (-S, -E, -M; -N iterations, at most 20000
 # for the baselines and shrinking with the length for them and for MPI, at least 20); with -U the
 # replies are empty and the bandwidth counts one direction (both otherwise), in every mode.
@@ -119,6 +122,18 @@ run_once() { # mode place run
 		[ $U = 1 ] && pp+=(-U)
 		timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" -np 1 $(pin "$place" 0) "${pp[@]}" : \
 			-np 1 $(pin "$place" 1) "${pp[@]}" 2>/dev/null | grep -E '^[0-9]+,' >"$out"
+		return
+		;;
+	self*)
+		# One process, two endpoints, one thread: the library's instructions per message only
+		# (bench/self_pingpong.c); the placement does not apply. "self+VAR=value" as below.
+		local senv=(env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock" OMX_PROGRESS_THREAD=0)
+		[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}" && senv+=("${more[@]}")
+		for l in $LENGTHS; do
+			[ "$l" -le 4096 ] || continue
+			omx_host_exec 0 "${senv[@]}" timeout 120 ${SELF:-$BUILD/bench/self_pingpong} "$l" "$N" |
+				awk -F, '{printf "%s,%s,%.4f,0\n", $1, $2, $3 / 1000}'
+		done >"$out"
 		return
 		;;
 	shm*) ;;

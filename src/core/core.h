@@ -251,7 +251,6 @@ union omx_request {
 		union {
 			struct {
 				uint8_t *data; /* copy of the payload (eager); NULL if len == 0 */
-				uint8_t inline_data[OMX_SMALL_MAX];
 				uint32_t frags;
 				/* large */
 				int region;
@@ -280,6 +279,9 @@ union omx_request {
 				uint32_t endpoint_index;
 			} connect;
 		} u;
+		/* A small send's payload (u.send.data points here); last, so that a recycled
+		 * request is cleared without it (omx__req_alloc). */
+		uint8_t inline_data[OMX_SMALL_MAX];
 	} s;
 };
 typedef struct omx_request_s omx_req_t;
@@ -370,6 +372,10 @@ struct omx_endpoint {
 	uint64_t next_host_query_check;
 	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
 	uint64_t next_responder_ns; /* the board's NACK responder is polled at most this often */
+	/* now_ns when the timers were last looked at: they only fall due when the clock moves
+	 * (omx__progress), except acks that must leave at once (acks_now). */
+	uint64_t timers_ns;
+	int acks_now;
 	/* The protocol's clock (omx__ep_clock): its timers are milliseconds long, a busy-polling
 	 * loop calls progress every ~50 ns and a CLOCK_MONOTONIC read costs 16-35 ns here. */
 	uint64_t now_ns;
@@ -483,6 +489,9 @@ typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
 int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms);
 void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+/* A TINY or SMALL to a same-host partner (ep->local): omx__send_frame's frame and outcome, with
+ * the eager encoder (omx_wire_encode_eager: *pkt needs only the fields it reads). */
+void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* Several frames to one destination (pull replies): one system call where the transport batches. */
 void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter);
 /* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */

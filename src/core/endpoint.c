@@ -176,6 +176,25 @@ static size_t frame_encode(struct omx_endpoint *ep, const struct omx_wire_params
 	return n;
 }
 
+/* The outcome r of a transport's send of pkt's frame: counted, or a loss, or a NACK. */
+static void frame_sent(struct omx_endpoint *ep, const struct omx_pkt *pkt, int r, int local, int counter)
+{
+	if (local && (r == -ECONNREFUSED || r == -ENOENT)) {
+		local_refused(ep, pkt);
+		return;
+	}
+	if (r < 0) {
+		/* Full transmit queue or transient error: retransmission recovers. */
+		omx__verbose("transmit failed: %s\n", strerror(-r));
+		omx__count(ep->board, OMX_C_X_TX_FAILED);
+		return;
+	}
+	if (local && pkt->payload_len)
+		omx__count_add(ep->board, OMX_C_X_SHARED_BYTES, pkt->payload_len);
+	if (counter >= 0)
+		omx__count(ep->board, counter);
+}
+
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 {
 	struct iovec iov[2];
@@ -195,20 +214,19 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 	iov[0].iov_base = ep->txbuf;
 	iov[0].iov_len = n;
 	int r = (local ? ep->local : ep->net)->ops->send(local ? ep->local : ep->net, iov, iovcnt);
-	if (local && (r == -ECONNREFUSED || r == -ENOENT)) {
-		local_refused(ep, pkt);
+	frame_sent(ep, pkt, r, local, counter);
+}
+
+void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
+{
+	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
+	size_t n = omx_wire_encode_eager(pkt, ep->txbuf, ep->txbuf_len);
+	if (!n) {
+		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
 		return;
 	}
-	if (r < 0) {
-		/* Full transmit queue or transient error: retransmission recovers. */
-		omx__verbose("transmit failed: %s\n", strerror(-r));
-		omx__count(ep->board, OMX_C_X_TX_FAILED);
-		return;
-	}
-	if (local && pkt->payload_len)
-		omx__count_add(ep->board, OMX_C_X_SHARED_BYTES, pkt->payload_len);
-	if (counter >= 0)
-		omx__count(ep->board, counter);
+	struct iovec iov = { ep->txbuf, n };
+	frame_sent(ep, pkt, ep->local->ops->send(ep->local, &iov, 1), 1, counter);
 }
 
 /* A batch slot: the head of a gathered frame, or a whole frame whose payload is below
@@ -291,6 +309,13 @@ void omx__progress(struct omx_endpoint *ep)
 	for (int i = 0; ep->local && i < 16; i++)
 		if (ep->local->ops->recv_burst(ep->local, omx__recv_frame_local, ep, 64) < 64)
 			break;
+	/* Every timer is milliseconds long and compared with now_ns, which moves at most every
+	 * OMX_CLOCK_POLLS passes: a pass with the same now_ns as the last look finds nothing newly
+	 * due (a busy-polling pass is mostly this section otherwise). */
+	if (now == ep->timers_ns && !ep->acks_now)
+		goto timers_done;
+	ep->timers_ns = now;
+	ep->acks_now = 0;
 	omx__resend_due(ep, now);
 	omx__connect_resend_due(ep, now);
 	omx__pull_timers(ep, now);
@@ -307,6 +332,7 @@ void omx__progress(struct omx_endpoint *ep)
 	}
 	if (ep->local && now >= ep->next_shared_check)
 		omx__shared_check_partners(ep, now);
+timers_done:
 	if (ep->completions != c0)
 		omx__notify_waiters(ep);
 }

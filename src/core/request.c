@@ -3,6 +3,7 @@
  * of the native API (omx-native-api.md 4.5): test, wait, test_any, wait_any, ipeek, peek,
  * iprobe, probe, ibuffered, context, forget, cancel, cancel_notest, set_request_timeout.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,9 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 	if (r) {
 		ep->req_cache = *(union omx_request **)r;
 		ep->req_cache_count--;
-		memset(r, 0, sizeof(*r));
+		/* Everything but a send's inline payload, which is only read up to the length
+		 * written into it (a third of the request). */
+		memset(r, 0, offsetof(omx_req_t, inline_data));
 	} else {
 		r = calloc(1, sizeof(*r));
 		if (!r)
@@ -54,7 +57,7 @@ void omx__req_free(union omx_request *r)
 	if (r->s.segs != &r->s.seg1)
 		free(r->s.segs);
 	if (r->s.type <= OMX_REQ_SEND_SELF) {
-		if (r->s.u.send.data && r->s.u.send.data != r->s.u.send.inline_data)
+		if (r->s.u.send.data && r->s.u.send.data != r->s.inline_data)
 			free(r->s.u.send.data);
 	} else if (r->s.type == OMX_REQ_RECV || r->s.type == OMX_REQ_RECV_LARGE) {
 		omx__unexp_uncharge(r);
@@ -214,8 +217,13 @@ omx_return_t omx_test(omx_endpoint_t ep, omx_request_t *request, omx_status_t *s
 	*result = 0;
 	if (!request || !*request)
 		return omx__error(ep, OMX_BAD_REQUEST, "Testing a NULL request");
-	ENTER(ep);
+	OMX_CHECK_EP(ep);
+	pthread_mutex_lock(&ep->lock);
 	union omx_request *r = *request;
+	/* A request that completed before this call (an eager send completes in its own post) is
+	 * returned without a progress pass: the call that completed it made one. */
+	if (!(r->s.state & OMX_RS_DONE))
+		omx__progress(ep);
 	if (r->s.state & OMX_RS_DONE) {
 		collect(r, status);
 		*request = NULL;

@@ -451,7 +451,8 @@ static void release_slot(struct omx_shm_ring *r, struct slot *s, uint64_t pos)
 	__atomic_store_n(&r->h->head, r->head, __ATOMIC_RELAXED);
 }
 
-int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsigned max)
+static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg,
+						      unsigned max)
 {
 	int count = 0;
 	while ((unsigned)count < max) {
@@ -501,6 +502,24 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 		r->stall_since = 0;
 	}
 	return count;
+}
+
+int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsigned max)
+{
+	/* The common answer, nothing there, without the frame loop's set-up (ring_poll_frames
+	 * repeats these tests). */
+	uint64_t pos = r->head;
+	struct slot *s = slot_at(r, pos);
+	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+	if (seq != pos + 1) {
+		if (seq != pos)
+			return 0;
+		if (!__atomic_load_n(&s->pid, __ATOMIC_RELAXED) && !r->stall_since && r->empty_polls + 1 < TAIL_CHECK) {
+			r->empty_polls++;
+			return 0;
+		}
+	}
+	return ring_poll_frames(r, fn, arg, max);
 }
 
 int omx_shm_ring_arm(struct omx_shm_ring *r)

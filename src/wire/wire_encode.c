@@ -22,6 +22,14 @@ static void enc_msg_common(uint8_t *b, uint8_t ptype, const struct omx_pkt_msg *
 	omx_put32(b + 20, m->session);
 }
 
+/* Every byte of a TINY/SMALL body header (plen already checked). */
+static void enc_eager_body(uint8_t ptype, const struct omx_pkt_msg *m, uint8_t *b, size_t plen)
+{
+	enc_msg_common(b, ptype, m);
+	omx_put16(b + 4, (uint16_t)plen);
+	omx_put16(b + 6, m->checksum);
+}
+
 static int enc_tiny_small(const struct omx_pkt *pkt, uint8_t *b, size_t plen)
 {
 	const struct omx_pkt_msg *m = &pkt->u.msg;
@@ -29,9 +37,7 @@ static int enc_tiny_small(const struct omx_pkt *pkt, uint8_t *b, size_t plen)
 
 	if (plen > max || (m->length != 0 && m->length != plen))
 		return -1;
-	enc_msg_common(b, pkt->ptype, m);
-	omx_put16(b + 4, (uint16_t)plen);
-	omx_put16(b + 6, m->checksum);
+	enc_eager_body(pkt->ptype, m, b, plen);
 	return 0;
 }
 
@@ -369,6 +375,21 @@ size_t omx_wire_frame_len(const struct omx_wire_params *wp, const struct omx_pkt
 
 	if (!wp || !pkt || enc_layout(wp, pkt, &hlen, &plen) != 0 || hlen + plen > wp->mtu)
 		return 0;
+	return hlen + plen;
+}
+
+size_t omx_wire_encode_eager(const struct omx_pkt *pkt, uint8_t *buf, size_t cap)
+{
+	size_t plen = pkt->payload_len, max = pkt->ptype == OMX_PT_TINY ? OMX_TINY_MAX : OMX_SMALL_MAX;
+	size_t hlen = OMX_HEAD_LEN + OMX_BODY_MSG_LEN;
+
+	if ((pkt->ptype != OMX_PT_TINY && pkt->ptype != OMX_PT_SMALL) || plen > max || (plen && !pkt->payload) ||
+	    cap < hlen + plen)
+		return 0;
+	enc_head(pkt, buf);
+	enc_eager_body(pkt->ptype, &pkt->u.msg, buf + OMX_HEAD_LEN, plen);
+	if (plen)
+		memcpy(buf + hlen, pkt->payload, plen);
 	return hlen + plen;
 }
 

@@ -572,6 +572,41 @@ static void test_params_local(void)
 	CHECK(n > 0 && omx_wire_decode(&l, buf, n, &d) == OMX_WIRE_ERR_BAD_FRAG);
 }
 
+/* omx_wire_encode_eager: the generic encoder's bytes, unpadded, from only the fields it says it
+ * reads (everything else of the packet is garbage here); refusals. */
+static void check_eager(const struct omx_wire_params *wp, const struct omx_pkt *p, const uint8_t *generic)
+{
+	static uint8_t buf[512];
+	struct omx_pkt q;
+	memset(&q, 0x5A, sizeof(q));
+	memcpy(q.dst_mac, p->dst_mac, 6);
+	memcpy(q.src_mac, p->src_mac, 6);
+	q.peer_index = p->peer_index;
+	q.ptype = p->ptype;
+	q.u.msg.dst_endpoint = p->u.msg.dst_endpoint;
+	q.u.msg.src_endpoint = p->u.msg.src_endpoint;
+	q.u.msg.src_generation = p->u.msg.src_generation;
+	q.u.msg.lib_seqnum = p->u.msg.lib_seqnum;
+	q.u.msg.lib_piggyack = p->u.msg.lib_piggyack;
+	q.u.msg.match = p->u.msg.match;
+	q.u.msg.session = p->u.msg.session;
+	q.u.msg.checksum = p->u.msg.checksum;
+	q.payload = p->payload;
+	q.payload_len = p->payload_len;
+	size_t want = omx_wire_frame_len(wp, p);
+	memset(buf, 0xA5, sizeof(buf));
+	size_t n = omx_wire_encode_eager(&q, buf, sizeof(buf));
+	CHECK_EQ(n, want);
+	CHECK(n && memcmp(buf, generic, n) == 0);
+	CHECK_EQ(buf[n], 0xA5);
+	CHECK_EQ(omx_wire_encode_eager(&q, buf, want - 1), 0);
+	q.payload_len = q.ptype == OMX_PT_TINY ? OMX_TINY_MAX + 1 : OMX_SMALL_MAX + 1;
+	CHECK_EQ(omx_wire_encode_eager(&q, buf, sizeof(buf)), 0);
+	q.payload_len = p->payload_len;
+	q.ptype = OMX_PT_MEDIUM;
+	CHECK_EQ(omx_wire_encode_eager(&q, buf, sizeof(buf)), 0);
+}
+
 /* Random valid packets of every type: encode -> bytes/padding -> decode -> same packet. */
 static void roundtrip_one(const struct omx_wire_params *wp, struct omx_test_rng *r, uint8_t ptype)
 {
@@ -606,6 +641,8 @@ static void roundtrip_one(const struct omx_wire_params *wp, struct omx_test_rng 
 	hn = omx_wire_encode_header(wp, &p, hdr, sizeof(hdr));
 	CHECK_EQ(hn, ptype == OMX_PT_RAW ? OMX_HEAD_LEN : hlen);
 	CHECK(hn && memcmp(hdr, frame, hn) == 0);
+	if (ptype == OMX_PT_TINY || ptype == OMX_PT_SMALL)
+		check_eager(wp, &p, frame);
 }
 
 static void test_roundtrip(void)

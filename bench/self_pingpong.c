@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 	size_t len = argc > 1 ? strtoul(argv[1], NULL, 0) : 0;
 	unsigned long iters = argc > 2 ? strtoul(argv[2], NULL, 0) : 200000;
 	uint32_t board = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 0) : 0;
-	omx_endpoint_t a, b;
+	omx_endpoint_t a = NULL, b = NULL;
 	uint64_t nic;
 	omx_return_t r;
 	if ((r = omx_init()) != OMX_SUCCESS)

@@ -73,7 +73,7 @@ static int nclients;
 static volatile sig_atomic_t stop;
 static unsigned long n_granted, n_refused;
 
-static void logmsg(const char *fmt, ...)
+static __attribute__((format(printf, 1, 2))) void logmsg(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

@@ -461,6 +461,8 @@ static inline uint64_t omx__ep_clock(struct omx_endpoint *ep)
 	uint64_t c = omx_now_coarse_ns();
 	if (c != ep->now_coarse_ns || ++ep->now_polls >= OMX_CLOCK_POLLS) {
 		ep->now_coarse_ns = c;
+		if (ep->local)
+			ep->local->coarse_ns = c; /* its ring liveness deadlines */
 		ep->now_polls = 0;
 		ep->now_ns = omx_now_ns();
 	}

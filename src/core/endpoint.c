@@ -278,7 +278,11 @@ void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned co
 
 void omx__notify_waiters(struct omx_endpoint *ep)
 {
-	pthread_cond_broadcast(&ep->cond);
+	/* Completions are waited for on ep->cond only inside omx__wait (counted in app_waiters,
+	 * under the lock we hold); the other waiter, omx_disable_progression, waits for the
+	 * unexpected handler, whose end broadcasts itself. */
+	if (ep->app_waiters)
+		pthread_cond_broadcast(&ep->cond);
 	if (ep->poller_active) {
 		uint64_t one = 1;
 		(void)!write(ep->event_fd, &one, sizeof(one));

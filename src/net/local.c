@@ -158,7 +158,7 @@ static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 		return 0; /* host queries etc. are for the wire only */
 	if (l->own) {
 		uint64_t now, give_up = 0;
-		struct omx_shm_ring *r = peer_ring_get(l, frame, (uint8_t)ep, omx_now_coarse_ns());
+		struct omx_shm_ring *r = peer_ring_get(l, frame, (uint8_t)ep, n->coarse_ns ? n->coarse_ns : omx_now_coarse_ns());
 		while (r) {
 			int bell = 0;
 			int e = omx_shm_ring_push(r, iov, iovcnt, &bell);

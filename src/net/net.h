@@ -78,6 +78,9 @@ struct omx_net {
 	uint32_t mtu;    /* interface MTU (frames may be up to mtu + 14 bytes) */
 	int ifindex;
 	omx_net_split_fn split_fn; /* set by the owner, or NULL: split frames go through a bounce buffer */
+	/* The owner's latest omx_now_coarse_ns() reading, kept current by the owner, or 0: a
+	 * transport's own coarse deadlines use it instead of reading the clock on every send. */
+	uint64_t coarse_ns;
 };
 
 struct omx_net_opts {

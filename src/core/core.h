@@ -491,9 +491,6 @@ typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
 int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms);
 void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
-/* A TINY or SMALL to a same-host partner (ep->local): omx__send_frame's frame and outcome, with
- * the eager encoder (omx_wire_encode_eager: *pkt needs only the fields it reads). */
-void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* Several frames to one destination (pull replies): one system call where the transport batches. */
 void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter);
 /* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */

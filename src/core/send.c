@@ -19,11 +19,11 @@ uint16_t omx__piggyack(struct omx_partner *p)
 	return a;
 }
 
-/* The fields of a message packet's head (the rest of *pkt is left as it is). */
-static void set_msg_head(struct omx_pkt *pkt, union omx_request *r, uint8_t ptype)
+static void fill_msg_head(struct omx_pkt *pkt, union omx_request *r, uint8_t ptype)
 {
 	struct omx_partner *p = r->s.partner;
 	struct omx_endpoint *ep = r->s.ep;
+	memset(pkt, 0, sizeof(*pkt));
 	memcpy(pkt->dst_mac, p->mac, 6);
 	pkt->peer_index = omx__partner_reverse_index(p);
 	pkt->ptype = ptype;
@@ -33,37 +33,6 @@ static void set_msg_head(struct omx_pkt *pkt, union omx_request *r, uint8_t ptyp
 	pkt->u.msg.lib_piggyack = omx__piggyack(p);
 	pkt->u.msg.match = r->s.status.match_info;
 	pkt->u.msg.session = p->true_session;
-}
-
-static void fill_msg_head(struct omx_pkt *pkt, union omx_request *r, uint8_t ptype)
-{
-	memset(pkt, 0, sizeof(*pkt));
-	set_msg_head(pkt, r, ptype);
-}
-
-/* TINY and SMALL. To a same-host partner, only the fields the eager encoder reads are set: the
- * whole packet cleared and encoded generically was a fifth of a same-host message's instructions. */
-static void send_eager(union omx_request *r)
-{
-	struct omx_endpoint *ep = r->s.ep;
-	uint8_t ptype = r->s.type == OMX_REQ_SEND_TINY ? OMX_PT_TINY : OMX_PT_SMALL;
-	int counter = r->s.type == OMX_REQ_SEND_TINY ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL;
-	int local = ep->local && omx__is_local_mac(r->s.partner->mac);
-	struct omx_pkt pkt;
-	if (local) {
-		set_msg_head(&pkt, r, ptype);
-		pkt.u.msg.src_generation = 0;
-		pkt.u.msg.checksum = 0;
-	} else {
-		fill_msg_head(&pkt, r, ptype);
-		pkt.u.msg.length = r->s.total_len;
-	}
-	pkt.payload = r->s.u.send.data;
-	pkt.payload_len = r->s.total_len;
-	if (local)
-		omx__send_eager_local(ep, &pkt, counter);
-	else
-		omx__send_frame(ep, &pkt, counter);
 }
 
 /* Transmit (or retransmit) every frame of a sequenced message with the current piggyack. */
@@ -76,7 +45,11 @@ void omx__send_sequenced(union omx_request *r)
 	switch (r->s.type) {
 	case OMX_REQ_SEND_TINY:
 	case OMX_REQ_SEND_SMALL:
-		send_eager(r);
+		fill_msg_head(&pkt, r, r->s.type == OMX_REQ_SEND_TINY ? OMX_PT_TINY : OMX_PT_SMALL);
+		pkt.u.msg.length = len;
+		pkt.payload = r->s.u.send.data;
+		pkt.payload_len = len;
+		omx__send_frame(ep, &pkt, r->s.type == OMX_REQ_SEND_TINY ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
 		break;
 	case OMX_REQ_SEND_MEDIUM: {
 		/* The fragments leave together (one sendmmsg on the network, omx__send_frames). */

@@ -1,0 +1,231 @@
+/*
+ * ofx_cq.c - completion queues of the omx provider: a growing ring of completions and a list of
+ * error completions. Reading a CQ progresses the endpoints bound to it (manual progress).
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ofx.h"
+
+int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag, uint64_t data,
+	    fi_addr_t src)
+{
+	if (cq->count == cq->cap) {
+		size_t ncap = cq->cap ? cq->cap * 2 : 256;
+		struct ofx_cq_slot *n = malloc(ncap * sizeof(*n));
+		if (!n)
+			return -FI_ENOMEM;
+		for (size_t i = 0; i < cq->count; i++)
+			n[i] = cq->ring[(cq->head + i) % cq->cap];
+		free(cq->ring);
+		cq->ring = n;
+		cq->cap = ncap;
+		cq->head = 0;
+	}
+	OFX_TRACE("completion ctx %p flags %" PRIx64 " len %zu tag %016" PRIx64 " data %" PRIx64 " src %" PRId64 "\n",
+		  ctx, flags, len, tag, data, (int64_t)src);
+	struct ofx_cq_slot *s = &cq->ring[(cq->head + cq->count) % cq->cap];
+	s->e.op_context = ctx;
+	s->e.flags = flags;
+	s->e.len = len;
+	s->e.buf = buf;
+	s->e.data = data;
+	s->e.tag = tag;
+	s->src = src;
+	cq->count++;
+	return 0;
+}
+
+void cq_push_err(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag, uint64_t data,
+		 size_t olen, int err, int prov_errno)
+{
+	OFX_TRACE("error completion ctx %p flags %" PRIx64 " err %d olen %zu\n", ctx, flags, err, olen);
+	struct ofx_cq_err *e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	e->e.op_context = ctx;
+	e->e.flags = flags;
+	e->e.len = len;
+	e->e.buf = buf;
+	e->e.tag = tag;
+	e->e.data = data;
+	e->e.olen = olen;
+	e->e.err = err;
+	e->e.prov_errno = prov_errno;
+	if (cq->err_tail)
+		cq->err_tail->next = e;
+	else
+		cq->err_head = e;
+	cq->err_tail = e;
+}
+
+static size_t cq_entry_size(enum fi_cq_format f)
+{
+	switch (f) {
+	case FI_CQ_FORMAT_CONTEXT: return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
+	default: return sizeof(struct fi_cq_tagged_entry);
+	}
+}
+
+static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+{
+	struct ofx_cq *cq = (struct ofx_cq *)fcq;
+	if (count && !buf)
+		return -FI_EINVAL;
+	dom_lock(cq->dom);
+	for (int i = 0; i < cq->neps; i++)
+		ep_progress(cq->eps[i]);
+	ssize_t n = 0;
+	if (cq->count == 0 && cq->err_head) {
+		n = -FI_EAVAIL;
+	} else if (cq->count == 0) {
+		n = -FI_EAGAIN;
+	} else {
+		size_t esz = cq_entry_size(cq->fmt);
+		while ((size_t)n < count && cq->count) {
+			struct ofx_cq_slot *s = &cq->ring[cq->head];
+			/* the formats are prefixes of fi_cq_tagged_entry */
+			memcpy((char *)buf + (size_t)n * esz, &s->e, esz);
+			if (src)
+				src[n] = s->src;
+			cq->head = (cq->head + 1) % cq->cap;
+			cq->count--;
+			n++;
+		}
+	}
+	int yield = 0;
+	if (n == -FI_EAGAIN && yield_after_ns) {
+		uint64_t t = now_ns();
+		if (!cq->idle_since)
+			cq->idle_since = t;
+		else
+			yield = t - cq->idle_since >= yield_after_ns;
+	} else {
+		cq->idle_since = 0;
+	}
+	dom_unlock(cq->dom);
+	if (yield)
+		sched_yield();
+	return n;
+}
+
+static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
+{
+	return cq_readfrom(fcq, buf, count, NULL);
+}
+
+static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct ofx_cq *cq = (struct ofx_cq *)fcq;
+	ssize_t ret = -FI_EAGAIN;
+	if (!buf)
+		return -FI_EINVAL;
+	dom_lock(cq->dom);
+	struct ofx_cq_err *e = cq->err_head;
+	if (e) {
+		cq->err_head = e->next;
+		if (!cq->err_head)
+			cq->err_tail = NULL;
+		*buf = e->e;
+		free(e);
+		ret = 1;
+	}
+	dom_unlock(cq->dom);
+	return ret;
+}
+
+static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src, const void *cond,
+			    int timeout)
+{
+	uint64_t end = timeout < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout * 1000000ull;
+	for (;;) {
+		ssize_t n = cq_readfrom(fcq, buf, count, src);
+		if (n != -FI_EAGAIN)
+			return n;
+		if (now_ns() >= end)
+			return -FI_EAGAIN;
+		struct timespec ts = {0, 20000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond, int timeout)
+{
+	return cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
+}
+
+static int cq_signal(struct fid_cq *fcq) { return -FI_ENOSYS; }
+
+static const char *cq_strerror(struct fid_cq *fcq, int prov_errno, const void *err_data, char *buf, size_t len)
+{
+	const char *s = omx_strerror((omx_return_t)prov_errno);
+	if (buf && len) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	return s;
+}
+
+static int cq_close(struct fid *fid)
+{
+	struct ofx_cq *cq = (struct ofx_cq *)fid;
+	if (cq->neps)
+		return -FI_EBUSY;
+	while (cq->err_head) {
+		struct ofx_cq_err *e = cq->err_head;
+		cq->err_head = e->next;
+		free(e);
+	}
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+static struct fi_ops cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cq_close,
+	.bind = ofx_no_bind,
+	.control = ofx_no_control,
+	.ops_open = ofx_no_ops_open,
+};
+
+static struct fi_ops_cq cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = cq_read,
+	.readfrom = cq_readfrom,
+	.readerr = cq_readerr,
+	.sread = cq_sread,
+	.sreadfrom = cq_sreadfrom,
+	.signal = cq_signal,
+	.strerror = cq_strerror,
+};
+
+int dom_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct fid_cq **out, void *context)
+{
+	struct ofx_domain *dom = (struct ofx_domain *)fdom;
+	enum fi_cq_format fmt = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
+	if (fmt == FI_CQ_FORMAT_UNSPEC)
+		fmt = FI_CQ_FORMAT_TAGGED;
+	if (fmt != FI_CQ_FORMAT_CONTEXT && fmt != FI_CQ_FORMAT_MSG && fmt != FI_CQ_FORMAT_DATA &&
+	    fmt != FI_CQ_FORMAT_TAGGED)
+		return -FI_ENOSYS;
+	if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+		return -FI_ENOSYS;
+	if (attr && (attr->flags & FI_AFFINITY))
+		return -FI_ENOSYS;
+	struct ofx_cq *cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	cq->cq.fid.fclass = FI_CLASS_CQ;
+	cq->cq.fid.context = context;
+	cq->cq.fid.ops = &cq_fi_ops;
+	cq->cq.ops = &cq_ops;
+	cq->dom = dom;
+	cq->fmt = fmt;
+	*out = &cq->cq;
+	return 0;
+}

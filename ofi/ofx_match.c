@@ -1,0 +1,338 @@
+/*
+ * ofx_match.c - the receive side of the omx provider: the omx unexpected handler that matches
+ * every incoming message against the posted fi receives (or buffers it as unexpected), receive
+ * completion, and posting a receive (with peek / claim / discard).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofx.h"
+
+/* fi_addr of buffered message u's sender: looked up again while not found, since a peer's first
+ * message may arrive before the application inserts the peer into the AV. */
+static fi_addr_t unexp_src(struct ofx_ep *ep, struct ofx_op *u)
+{
+	if (u->addr == FI_ADDR_NOTAVAIL)
+		u->addr = av_find(ep->av, u->snic, u->sepid);
+	return u->addr;
+}
+
+static int op_matches(struct ofx_ep *ep, const struct ofx_op *r, uint64_t match, fi_addr_t src)
+{
+	if (r->tagged) {
+		if (match & ~ep->tag_mask)
+			return 0;
+		if ((match ^ r->match) & ~r->ignore & ep->tag_mask)
+			return 0;
+	} else if (match != OFX_MSG_BIT) {
+		return 0;
+	}
+	if ((ep->caps & FI_DIRECTED_RECV) && r->addr != FI_ADDR_UNSPEC && r->addr != src)
+		return 0;
+	return 1;
+}
+
+void list_append(struct ofx_op **head, struct ofx_op **tail, struct ofx_op *op)
+{
+	op->next = NULL;
+	if (*tail)
+		(*tail)->next = op;
+	else
+		*head = op;
+	*tail = op;
+}
+
+void list_remove(struct ofx_op **head, struct ofx_op **tail, struct ofx_op *prev, struct ofx_op *op)
+{
+	if (prev)
+		prev->next = op->next;
+	else
+		*head = op->next;
+	if (*tail == op)
+		*tail = prev;
+	op->next = NULL;
+}
+
+void op_free(struct ofx_op *op)
+{
+	if (!op)
+		return;
+	free(op->inject_copy);
+	free(op);
+}
+
+/* Post the omx receive of the message matched by r (exact match_info). */
+static omx_return_t post_recv(struct ofx_ep *ep, struct ofx_op *r, uint64_t match)
+{
+	size_t len = r->len > OFX_MAX_MSG ? OFX_MAX_MSG : r->len;
+	if (!ep->hlen)
+		return omx_irecv(ep->oep, r->buf, len, match, ~0ULL, r, &r->req);
+	r->seg[0].ptr = r->hdr;
+	r->seg[0].len = OFX_HDR;
+	r->seg[1].ptr = r->buf;
+	r->seg[1].len = (uint32_t)len;
+	return omx_irecvv(ep->oep, r->seg, 2, match, ~0ULL, r, &r->req);
+}
+
+static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_addr_t source, uint64_t match,
+					       uint32_t msg_length, void *data)
+{
+	uint64_t snic = 0;
+	uint32_t sepid = 0;
+	omx_decompose_endpoint_addr(source, &snic, &sepid);
+	fi_addr_t src = av_find(ep->av, snic, sepid);
+	struct ofx_op *prev = NULL;
+	OFX_TRACE("incoming match %016" PRIx64 " len %u from %012" PRIx64 ":%u (fi_addr %" PRId64 ")\n", match,
+		  msg_length, snic, sepid, (int64_t)src);
+	for (struct ofx_op *r = ep->posted_head; r; prev = r, r = r->next) {
+		if (!op_matches(ep, r, match, src))
+			continue;
+		list_remove(&ep->posted_head, &ep->posted_tail, prev, r);
+		r->addr = src;
+		if (post_recv(ep, r, match) == OMX_SUCCESS)
+			return OMX_UNEXP_HANDLER_RECV_CONTINUE;
+		/* could not post: put it back and buffer the message instead */
+		if (prev) {
+			r->next = prev->next;
+			prev->next = r;
+			if (ep->posted_tail == prev)
+				ep->posted_tail = r;
+		} else {
+			r->next = ep->posted_head;
+			ep->posted_head = r;
+			if (!ep->posted_tail)
+				ep->posted_tail = r;
+		}
+		break;
+	}
+	struct ofx_op *u = calloc(1, sizeof(*u));
+	if (!u)
+		return OMX_UNEXP_HANDLER_RECV_CONTINUE; /* omx keeps it; never matched (out of memory) */
+	u->type = OP_UNEXP;
+	u->ep = ep;
+	u->match = match;
+	u->addr = src;
+	u->snic = snic;
+	u->sepid = sepid;
+	u->msg_len = msg_length;
+	u->buf = malloc(msg_length ? msg_length : 1); /* the whole message, header included */
+	if (!u->buf) {
+		free(u);
+		return OMX_UNEXP_HANDLER_RECV_CONTINUE;
+	}
+	list_append(&ep->unexp_head, &ep->unexp_tail, u);
+	if (data) {
+		memcpy(u->buf, data, msg_length);
+		u->xfer = msg_length;
+		u->done = 1;
+		return OMX_UNEXP_HANDLER_RECV_FINISHED;
+	}
+	if (omx_irecv(ep->oep, u->buf, msg_length, match, ~0ULL, u, &u->req) != OMX_SUCCESS) {
+		u->done = 1;
+		u->code = OMX_NO_RESOURCES;
+	}
+	return OMX_UNEXP_HANDLER_RECV_CONTINUE;
+}
+
+/* Called by omx for every incoming message (no omx receive is posted in advance). */
+omx_unexp_handler_action_t unexp_handler(void *context, omx_endpoint_addr_t source, uint64_t match, uint32_t msg_length,
+					 void *data)
+{
+	struct ofx_ep *ep = context;
+	int take = ofx_held != ep->dom; /* on the omx progress thread */
+	if (take)
+		dom_lock(ep->dom);
+	omx_unexp_handler_action_t a = OMX_UNEXP_HANDLER_RECV_FINISHED; /* closing: drop it */
+	if (!ep->closing)
+		a = handle_unexp(ep, source, match, msg_length, data);
+	if (take)
+		dom_unlock(ep->dom);
+	return a;
+}
+
+uint64_t recv_flags(const struct ofx_op *r)
+{
+	return FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG);
+}
+
+/* The header of a received message (written by hdr_put, ofx_send.c). */
+static uint64_t hdr_get(const unsigned char *h, int *has_data)
+{
+	uint64_t d = 0;
+	for (int i = 0; i < 8; i++)
+		d |= (uint64_t)h[i] << (8 * i);
+	*has_data = (h[8] & OFX_HDR_DATA) != 0;
+	return d;
+}
+
+/* Complete receive r. raw_len / raw_xfer: length of the message and bytes received, both
+ * counting the header if the endpoint uses one (then hdr is the received header). */
+void recv_complete(struct ofx_ep *ep, struct ofx_op *r, uint64_t match, uint32_t raw_len, uint32_t raw_xfer,
+		   omx_return_t code, const unsigned char *hdr)
+{
+	uint64_t tag = r->tagged ? match : 0, data = 0, flags = recv_flags(r);
+	uint32_t msg_len = raw_len, xfer = raw_xfer;
+	if (ep->hlen) {
+		int has = 0;
+		if (raw_len < ep->hlen || raw_xfer < ep->hlen) {
+			if (code == OMX_SUCCESS || code == OMX_MESSAGE_TRUNCATED)
+				code = OMX_BAD_ERROR; /* no header: not from an endpoint of this provider */
+			msg_len = xfer = 0;
+		} else {
+			msg_len -= (uint32_t)ep->hlen;
+			xfer -= (uint32_t)ep->hlen;
+			data = hdr_get(hdr, &has);
+			if (has)
+				flags |= FI_REMOTE_CQ_DATA;
+			else
+				data = 0;
+		}
+	}
+	if (code == OMX_SUCCESS && xfer < msg_len)
+		code = OMX_MESSAGE_TRUNCATED;
+	if (code != OMX_SUCCESS) {
+		if (ep->rxcq)
+			cq_push_err(ep->rxcq, r->context, flags, xfer, r->buf, tag, data,
+				    msg_len > xfer ? msg_len - xfer : 0, ofx_errno(code), (int)code);
+	} else if (ep->rxcq && r->completion) {
+		cq_push(ep->rxcq, r->context, flags, xfer, r->buf, tag, data, r->addr);
+	}
+	op_free(r);
+}
+
+/* Deliver buffered unexpected message u (complete) to receive r, and free u. */
+void unexp_deliver(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r)
+{
+	uint32_t n = u->xfer > ep->hlen ? u->xfer - (uint32_t)ep->hlen : 0;
+	if (n > r->len)
+		n = (uint32_t)r->len;
+	if (n)
+		memcpy(r->buf, (char *)u->buf + ep->hlen, n);
+	r->addr = unexp_src(ep, u);
+	uint32_t raw_len = u->code == OMX_SUCCESS ? u->msg_len : u->xfer;
+	recv_complete(ep, r, u->match, raw_len, n + (u->xfer >= ep->hlen ? (uint32_t)ep->hlen : 0), u->code,
+		      u->buf);
+	free(u->buf);
+	op_free(u);
+}
+
+/* fi_trecvmsg with FI_PEEK (and FI_CLAIM / FI_DISCARD): report, without receiving it, the first
+ * buffered message tmpl matches, or FI_ENOMSG. Domain lock held. */
+static void recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *context, uint64_t flags)
+{
+	int tagged = tmpl->tagged;
+	uint64_t tag = tmpl->match;
+	struct ofx_op *u;
+	for (u = ep->unexp_head; u; u = u->next)
+		if (!u->claimed && op_matches(ep, tmpl, u->match, unexp_src(ep, u)))
+			break;
+	uint64_t fl = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+	/* a message still being received (its header may not be here yet) counts as not there */
+	if (!u || !u->done || u->msg_len < ep->hlen) {
+		if (ep->rxcq)
+			cq_push_err(ep->rxcq, context, fl, 0, NULL, tag, 0, 0, FI_ENOMSG, 0);
+	} else {
+		uint64_t data = 0, utag = tagged ? u->match : 0;
+		size_t ulen = u->msg_len - ep->hlen;
+		fi_addr_t usrc = unexp_src(ep, u);
+		if (ep->hlen) {
+			int has = 0;
+			data = hdr_get(u->buf, &has);
+			if (has)
+				fl |= FI_REMOTE_CQ_DATA;
+			else
+				data = 0;
+		}
+		if ((flags & FI_CLAIM) && context) {
+			u->claimed = 1;
+			((struct fi_context *)context)->internal[0] = u;
+		}
+		if (flags & FI_DISCARD) {
+			struct ofx_op *p = NULL;
+			for (struct ofx_op *x = ep->unexp_head; x != u; x = x->next)
+				p = x;
+			list_remove(&ep->unexp_head, &ep->unexp_tail, p, u);
+			free(u->buf);
+			op_free(u);
+		}
+		if (ep->rxcq)
+			cq_push(ep->rxcq, context, fl, ulen, NULL, utag, data, usrc);
+	}
+}
+
+ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore, int tagged,
+		void *context, uint64_t flags)
+{
+	if (!(ep->caps & FI_DIRECTED_RECV))
+		src = FI_ADDR_UNSPEC;
+	OFX_TRACE("recv%s len %zu src %" PRId64 " tag %016" PRIx64 " ignore %016" PRIx64 " flags %" PRIx64 "\n",
+		  tagged ? " tagged" : "", len, (int64_t)src, tag, ignore, flags);
+	ssize_t ret = 0;
+	dom_lock(ep->dom);
+	if (!ep->enabled) {
+		dom_unlock(ep->dom);
+		return -FI_EOPBADSTATE;
+	}
+	struct ofx_op tmpl = {.tagged = tagged, .match = tag, .ignore = ignore, .addr = src};
+	if (flags & FI_PEEK) {
+		recv_peek(ep, &tmpl, context, flags);
+		dom_unlock(ep->dom);
+		return 0;
+	}
+	struct ofx_op *r = calloc(1, sizeof(*r));
+	if (!r) {
+		dom_unlock(ep->dom);
+		return -FI_ENOMEM;
+	}
+	r->type = OP_RECV;
+	r->ep = ep;
+	r->context = context;
+	r->buf = buf;
+	r->len = len;
+	r->match = tag;
+	r->ignore = ignore;
+	r->tagged = tagged;
+	r->addr = src;
+	r->completion = !ep->rx_selective || (flags & FI_COMPLETION);
+	struct ofx_op *u = NULL, *prev = NULL;
+	if (flags & FI_CLAIM) {
+		u = context ? ((struct fi_context *)context)->internal[0] : NULL;
+		struct ofx_op *x;
+		for (x = ep->unexp_head; x && x != u; x = x->next)
+			prev = x;
+		if (!u || !x) {
+			free(r);
+			dom_unlock(ep->dom);
+			return -FI_EINVAL;
+		}
+		if (flags & FI_DISCARD) {
+			list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
+			if (u->done) {
+				free(u->buf);
+				op_free(u);
+			} else {
+				u->discard = 1;
+			}
+			if (ep->rxcq)
+				cq_push(ep->rxcq, context, recv_flags(r), 0, NULL, tag, 0, FI_ADDR_NOTAVAIL);
+			op_free(r);
+			dom_unlock(ep->dom);
+			return 0;
+		}
+	} else {
+		for (u = ep->unexp_head; u; prev = u, u = u->next)
+			if (!u->claimed && op_matches(ep, r, u->match, unexp_src(ep, u)))
+				break;
+	}
+	if (u) {
+		list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
+		if (u->done)
+			unexp_deliver(ep, u, r);
+		else
+			u->claimer = r;
+	} else {
+		list_append(&ep->posted_head, &ep->posted_tail, r);
+	}
+	dom_unlock(ep->dom);
+	return ret;
+}

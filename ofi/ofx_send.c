@@ -1,0 +1,247 @@
+/*
+ * ofx_send.c - the send side of the omx provider: lazy connections (omx_iconnect, retried until
+ * OMX_FI_CONNECT_TIMEOUT), sends queued behind them in order, and the endpoint progress that
+ * turns omx completions into fi completions.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofx.h"
+
+/* The message header of a send (decoded by hdr_get, ofx_match.c). */
+static void hdr_put(unsigned char *h, uint64_t data, int has_data)
+{
+	memset(h, 0, OFX_HDR);
+	for (int i = 0; i < 8; i++)
+		h[i] = (unsigned char)(data >> (8 * i));
+	h[8] = has_data ? OFX_HDR_DATA : 0;
+}
+
+static struct ofx_conn *conn_get(struct ofx_ep *ep, fi_addr_t a)
+{
+	if (a >= ep->nconns) {
+		size_t n = ep->nconns ? ep->nconns : 16;
+		while (n <= a)
+			n *= 2;
+		struct ofx_conn *c = realloc(ep->conns, n * sizeof(*c));
+		if (!c)
+			return NULL;
+		memset(c + ep->nconns, 0, (n - ep->nconns) * sizeof(*c));
+		ep->conns = c;
+		ep->nconns = n;
+	}
+	return &ep->conns[a];
+}
+
+static void send_fail(struct ofx_ep *ep, struct ofx_op *s, omx_return_t code)
+{
+	if (ep->txcq && !s->inject_copy)
+		cq_push_err(ep->txcq, s->context, FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG), s->len, s->buf,
+			    s->tagged ? s->match : 0, 0, 0, ofx_errno(code), (int)code);
+	op_free(s);
+}
+
+static void send_post(struct ofx_ep *ep, struct ofx_conn *c, struct ofx_op *s)
+{
+	void *b = s->inject_copy ? s->inject_copy : s->buf;
+	omx_return_t r;
+	if (ep->hlen) {
+		hdr_put(s->hdr, s->data, s->has_data);
+		s->seg[0].ptr = s->hdr;
+		s->seg[0].len = OFX_HDR;
+		s->seg[1].ptr = b;
+		s->seg[1].len = (uint32_t)s->len;
+		r = omx_isendv(ep->oep, s->seg, 2, c->addr, s->match, s, &s->req);
+	} else {
+		r = omx_isend(ep->oep, b, s->len, c->addr, s->match, s, &s->req);
+	}
+	if (r != OMX_SUCCESS)
+		send_fail(ep, s, r);
+}
+
+static void conn_start(struct ofx_ep *ep, size_t idx)
+{
+	struct ofx_conn *c = &ep->conns[idx];
+	struct ofx_name *nm = &ep->av->tab[idx];
+	struct ofx_op *cop = c->cop;
+	if (!cop) {
+		cop = calloc(1, sizeof(*cop));
+		if (!cop)
+			goto retry;
+		cop->type = OP_CONN;
+		cop->ep = ep;
+		cop->conn_idx = idx;
+		c->cop = cop;
+	}
+	if (omx_iconnect(ep->oep, nm->nic, nm->epid, nm->key, 0, cop, &cop->req) == OMX_SUCCESS) {
+		c->state = CONN_PENDING;
+		return;
+	}
+retry:
+	c->state = CONN_RETRY;
+	c->retry_at = now_ns() + 100000000ull;
+}
+
+static void conn_fail_all(struct ofx_ep *ep, struct ofx_conn *c, omx_return_t code)
+{
+	while (c->qhead) {
+		struct ofx_op *s = c->qhead;
+		c->qhead = s->next;
+		send_fail(ep, s, code);
+	}
+	c->qtail = NULL;
+	c->state = CONN_NONE;
+}
+
+static void conn_done(struct ofx_ep *ep, struct ofx_op *cop, const omx_status_t *st)
+{
+	struct ofx_conn *c = &ep->conns[cop->conn_idx];
+	cop->req = NULL;
+	if (st->code == OMX_SUCCESS) {
+		c->addr = st->addr;
+		c->state = CONN_UP;
+		while (c->qhead) {
+			struct ofx_op *s = c->qhead;
+			c->qhead = s->next;
+			s->next = NULL;
+			send_post(ep, c, s);
+		}
+		c->qtail = NULL;
+		return;
+	}
+	if (now_ns() < c->deadline && st->code != OMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY &&
+	    st->code != OMX_NIC_ID_NOT_FOUND && st->code != OMX_CANCELLED) {
+		c->state = CONN_RETRY; /* peer endpoint not open yet, or no answer: try again */
+		c->retry_at = now_ns() + 100000000ull;
+		return;
+	}
+	conn_fail_all(ep, c, st->code);
+}
+
+void ep_progress(struct ofx_ep *ep)
+{
+	if (!ep->oep)
+		return;
+	for (;;) {
+		omx_status_t st;
+		uint32_t res = 0;
+		if (omx_test_any(ep->oep, 0, 0, &st, &res) != OMX_SUCCESS || !res)
+			break;
+		struct ofx_op *op = st.context;
+		if (!op)
+			continue;
+		switch (op->type) {
+		case OP_SEND:
+			if (st.code != OMX_SUCCESS)
+				send_fail(ep, op, st.code);
+			else {
+				if (ep->txcq && op->completion)
+					cq_push(ep->txcq, op->context, FI_SEND | (op->tagged ? FI_TAGGED : FI_MSG), 0,
+						NULL, 0, 0, FI_ADDR_NOTAVAIL);
+				op_free(op);
+			}
+			break;
+		case OP_RECV:
+			recv_complete(ep, op, st.match_info, st.msg_length, st.xfer_length, st.code, op->hdr);
+			break;
+		case OP_UNEXP:
+			op->done = 1;
+			op->req = NULL;
+			op->xfer = st.xfer_length;
+			op->code = st.code;
+			if (op->claimer)
+				unexp_deliver(ep, op, op->claimer);
+			else if (op->discard) {
+				free(op->buf);
+				op_free(op);
+			}
+			break;
+		case OP_CONN:
+			conn_done(ep, op, &st);
+			break;
+		}
+	}
+	/* connection retries and deadlines */
+	uint64_t t = 0;
+	for (size_t i = 0; i < ep->nconns; i++) {
+		struct ofx_conn *c = &ep->conns[i];
+		if (c->state != CONN_RETRY && c->state != CONN_PENDING)
+			continue;
+		if (!t)
+			t = now_ns();
+		if (t >= c->deadline) {
+			if (c->state == CONN_PENDING && c->cop && c->cop->req) {
+				uint32_t res = 0;
+				omx_cancel(ep->oep, &c->cop->req, &res);
+				if (!res)
+					continue; /* completed meanwhile: handled at the next pass */
+			}
+			conn_fail_all(ep, c, OMX_TIMEOUT);
+		} else if (c->state == CONN_RETRY && t >= c->retry_at) {
+			conn_start(ep, i);
+		}
+	}
+}
+
+ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match, int tagged,
+		void *context, uint64_t flags, uint64_t data)
+{
+	if (len > OFX_MAX_MSG)
+		return -FI_EMSGSIZE;
+	if ((flags & FI_REMOTE_CQ_DATA) && !ep->hlen)
+		return -FI_EINVAL; /* endpoint opened without FI_REMOTE_CQ_DATA */
+	OFX_TRACE("send%s len %zu dest %" PRId64 " tag %016" PRIx64 " flags %" PRIx64 " data %" PRIx64 "\n",
+		  tagged ? " tagged" : "", len, (int64_t)dest, match, flags, data);
+	if ((flags & FI_INJECT) && len > OFX_INJECT_SIZE)
+		return -FI_EMSGSIZE;
+	struct ofx_op *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -FI_ENOMEM;
+	s->type = OP_SEND;
+	s->ep = ep;
+	s->context = context;
+	s->buf = (void *)(uintptr_t)buf;
+	s->len = len;
+	s->match = match;
+	s->tagged = tagged;
+	s->addr = dest;
+	s->has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+	s->data = s->has_data ? data : 0;
+	if (flags & FI_INJECT) {
+		s->inject_copy = malloc(len ? len : 1);
+		if (!s->inject_copy) {
+			free(s);
+			return -FI_ENOMEM;
+		}
+		if (len)
+			memcpy(s->inject_copy, buf, len); /* buf may be NULL for 0 bytes */
+	} else {
+		s->completion = !ep->tx_selective || (flags & FI_COMPLETION);
+	}
+	ssize_t ret = 0;
+	dom_lock(ep->dom);
+	if (!ep->enabled || !ep->av) {
+		ret = -FI_EOPBADSTATE;
+	} else if (dest >= ep->av->n || !ep->av->valid[dest]) {
+		ret = -FI_EINVAL;
+	} else {
+		struct ofx_conn *c = conn_get(ep, dest);
+		if (!c) {
+			ret = -FI_ENOMEM;
+		} else if (c->state == CONN_UP && !c->qhead) {
+			send_post(ep, c, s);
+			s = NULL;
+		} else {
+			list_append(&c->qhead, &c->qtail, s);
+			s = NULL;
+			if (c->state == CONN_NONE) {
+				c->deadline = now_ns() + connect_timeout_ns;
+				conn_start(ep, dest);
+			}
+		}
+	}
+	dom_unlock(ep->dom);
+	if (ret)
+		op_free(s);
+	return ret;
+}

@@ -116,6 +116,7 @@ struct ofx_op {
 	enum ofx_op_type type;
 	struct ofx_ep *ep;
 	struct ofx_op *next;
+	struct ofx_op *live_prev, *live_next; /* ep->live: every op of ep, wherever it is (see op_new) */
 	void *context;
 	void *buf;
 	size_t len;
@@ -163,6 +164,7 @@ struct ofx_ep {
 	size_t nconns;
 	struct ofx_op *posted_head, *posted_tail;
 	struct ofx_op *unexp_head, *unexp_tail;
+	struct ofx_op *live; /* every op not freed yet, also those only omx knows of: freed by ep_close */
 };
 
 struct ofx_domain {
@@ -222,6 +224,7 @@ int dom_av_open(struct fid_domain *fdom, struct fi_av_attr *attr, struct fid_av 
 /* ofx_match.c */
 void list_append(struct ofx_op **head, struct ofx_op **tail, struct ofx_op *op);
 void list_remove(struct ofx_op **head, struct ofx_op **tail, struct ofx_op *prev, struct ofx_op *op);
+struct ofx_op *op_new(struct ofx_ep *ep, enum ofx_op_type type);
 void op_free(struct ofx_op *op);
 omx_unexp_handler_action_t unexp_handler(void *context, omx_endpoint_addr_t source, uint64_t match, uint32_t msg_length,
 					 void *data);

@@ -3,6 +3,7 @@
  * then do_send / do_recv), cancel, CM names, binding to an AV and CQs, enable, close, and
  * opening the omx endpoint behind each fi endpoint.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,36 +322,23 @@ static int ep_close(struct fid *fid)
 		if (!busy || now_ns() > end)
 			break;
 	}
-	/* The omx progress thread may be waiting for the lock in the handler: close without it. */
+	/* From here the unexpected handler drops what arrives, and no CQ read progresses ep. */
 	ep->closing = 1;
-	dom_unlock(ep->dom);
-	if (ep->oep)
-		omx_close_endpoint(ep->oep); /* silently drops outstanding omx requests */
-	dom_lock(ep->dom);
 	if (ep->txcq)
 		cq_detach(ep->txcq, ep);
 	if (ep->rxcq)
 		cq_detach(ep->rxcq, ep);
-	for (size_t i = 0; i < ep->nconns; i++) {
-		struct ofx_op *s = ep->conns[i].qhead;
-		while (s) {
-			struct ofx_op *n = s->next;
-			op_free(s);
-			s = n;
-		}
-		op_free(ep->conns[i].cop);
-	}
-	free(ep->conns);
-	for (struct ofx_op *r = ep->posted_head, *n; r; r = n) {
-		n = r->next;
-		op_free(r);
-	}
-	for (struct ofx_op *u = ep->unexp_head, *n; u; u = n) {
-		n = u->next;
-		free(u->buf);
-		op_free(u);
-	}
+	/* Without the lock: the omx progress thread may be waiting for it in the handler, and omx
+	 * refuses to close while a handler runs (it returns at once now: try again). */
 	dom_unlock(ep->dom);
+	if (ep->oep)
+		while (omx_close_endpoint(ep->oep) == OMX_NOT_SUPPORTED_IN_HANDLER)
+			sched_yield();
+	/* omx has dropped its requests (without completing them) and will not run the handler again:
+	 * every op left is ours alone, in a provider list or not. */
+	while (ep->live)
+		op_free(ep->live);
+	free(ep->conns);
 	free(ep);
 	return 0;
 }

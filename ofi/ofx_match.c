@@ -53,10 +53,35 @@ void list_remove(struct ofx_op **head, struct ofx_op **tail, struct ofx_op *prev
 	op->next = NULL;
 }
 
+/* A new op of ep, on ep->live until op_free. Ops handed to omx are in no list of the provider, and
+ * omx_close_endpoint drops them silently: ep->live is how ep_close finds them. Domain lock held. */
+struct ofx_op *op_new(struct ofx_ep *ep, enum ofx_op_type type)
+{
+	struct ofx_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return NULL;
+	op->type = type;
+	op->ep = ep;
+	op->live_next = ep->live;
+	if (ep->live)
+		ep->live->live_prev = op;
+	ep->live = op;
+	return op;
+}
+
+/* Frees op, and the bounce buffer of a buffered message. Domain lock held (or ep closed). */
 void op_free(struct ofx_op *op)
 {
 	if (!op)
 		return;
+	if (op->live_prev)
+		op->live_prev->live_next = op->live_next;
+	else
+		op->ep->live = op->live_next;
+	if (op->live_next)
+		op->live_next->live_prev = op->live_prev;
+	if (op->type == OP_UNEXP)
+		free(op->buf);
 	free(op->inject_copy);
 	free(op);
 }
@@ -105,11 +130,9 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 		}
 		break;
 	}
-	struct ofx_op *u = calloc(1, sizeof(*u));
+	struct ofx_op *u = op_new(ep, OP_UNEXP);
 	if (!u)
 		return OMX_UNEXP_HANDLER_RECV_CONTINUE; /* omx keeps it; never matched (out of memory) */
-	u->type = OP_UNEXP;
-	u->ep = ep;
 	u->match = match;
 	u->addr = src;
 	u->snic = snic;
@@ -117,7 +140,7 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 	u->msg_len = msg_length;
 	u->buf = malloc(msg_length ? msg_length : 1); /* the whole message, header included */
 	if (!u->buf) {
-		free(u);
+		op_free(u);
 		return OMX_UNEXP_HANDLER_RECV_CONTINUE;
 	}
 	list_append(&ep->unexp_head, &ep->unexp_tail, u);
@@ -212,7 +235,6 @@ void unexp_deliver(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r)
 	uint32_t raw_len = u->code == OMX_SUCCESS ? u->msg_len : u->xfer;
 	recv_complete(ep, r, u->match, raw_len, n + (u->xfer >= ep->hlen ? (uint32_t)ep->hlen : 0), u->code,
 		      u->buf);
-	free(u->buf);
 	op_free(u);
 }
 
@@ -252,7 +274,6 @@ static void recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *contex
 			for (struct ofx_op *x = ep->unexp_head; x != u; x = x->next)
 				p = x;
 			list_remove(&ep->unexp_head, &ep->unexp_tail, p, u);
-			free(u->buf);
 			op_free(u);
 		}
 		if (ep->rxcq)
@@ -279,13 +300,11 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 		dom_unlock(ep->dom);
 		return 0;
 	}
-	struct ofx_op *r = calloc(1, sizeof(*r));
+	struct ofx_op *r = op_new(ep, OP_RECV);
 	if (!r) {
 		dom_unlock(ep->dom);
 		return -FI_ENOMEM;
 	}
-	r->type = OP_RECV;
-	r->ep = ep;
 	r->context = context;
 	r->buf = buf;
 	r->len = len;
@@ -301,18 +320,16 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 		for (x = ep->unexp_head; x && x != u; x = x->next)
 			prev = x;
 		if (!u || !x) {
-			free(r);
+			op_free(r);
 			dom_unlock(ep->dom);
 			return -FI_EINVAL;
 		}
 		if (flags & FI_DISCARD) {
 			list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
-			if (u->done) {
-				free(u->buf);
+			if (u->done)
 				op_free(u);
-			} else {
+			else
 				u->discard = 1;
-			}
 			if (ep->rxcq)
 				cq_push(ep->rxcq, context, recv_flags(r), 0, NULL, tag, 0, FI_ADDR_NOTAVAIL);
 			op_free(r);

@@ -65,11 +65,9 @@ static void conn_start(struct ofx_ep *ep, size_t idx)
 	struct ofx_name *nm = &ep->av->tab[idx];
 	struct ofx_op *cop = c->cop;
 	if (!cop) {
-		cop = calloc(1, sizeof(*cop));
+		cop = op_new(ep, OP_CONN);
 		if (!cop)
 			goto retry;
-		cop->type = OP_CONN;
-		cop->ep = ep;
 		cop->conn_idx = idx;
 		c->cop = cop;
 	}
@@ -151,10 +149,8 @@ void ep_progress(struct ofx_ep *ep)
 			op->code = st.code;
 			if (op->claimer)
 				unexp_deliver(ep, op, op->claimer);
-			else if (op->discard) {
-				free(op->buf);
+			else if (op->discard)
 				op_free(op);
-			}
 			break;
 		case OP_CONN:
 			conn_done(ep, op, &st);
@@ -183,22 +179,13 @@ void ep_progress(struct ofx_ep *ep)
 	}
 }
 
-ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match, int tagged,
-		void *context, uint64_t flags, uint64_t data)
+/* A send op; with FI_INJECT, on a copy of buf. Domain lock held. */
+static struct ofx_op *send_new(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match,
+			       int tagged, void *context, uint64_t flags, uint64_t data)
 {
-	if (len > OFX_MAX_MSG)
-		return -FI_EMSGSIZE;
-	if ((flags & FI_REMOTE_CQ_DATA) && !ep->hlen)
-		return -FI_EINVAL; /* endpoint opened without FI_REMOTE_CQ_DATA */
-	OFX_TRACE("send%s len %zu dest %" PRId64 " tag %016" PRIx64 " flags %" PRIx64 " data %" PRIx64 "\n",
-		  tagged ? " tagged" : "", len, (int64_t)dest, match, flags, data);
-	if ((flags & FI_INJECT) && len > OFX_INJECT_SIZE)
-		return -FI_EMSGSIZE;
-	struct ofx_op *s = calloc(1, sizeof(*s));
+	struct ofx_op *s = op_new(ep, OP_SEND);
 	if (!s)
-		return -FI_ENOMEM;
-	s->type = OP_SEND;
-	s->ep = ep;
+		return NULL;
 	s->context = context;
 	s->buf = (void *)(uintptr_t)buf;
 	s->len = len;
@@ -210,38 +197,48 @@ ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, 
 	if (flags & FI_INJECT) {
 		s->inject_copy = malloc(len ? len : 1);
 		if (!s->inject_copy) {
-			free(s);
-			return -FI_ENOMEM;
+			op_free(s);
+			return NULL;
 		}
 		if (len)
 			memcpy(s->inject_copy, buf, len); /* buf may be NULL for 0 bytes */
 	} else {
 		s->completion = !ep->tx_selective || (flags & FI_COMPLETION);
 	}
+	return s;
+}
+
+ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match, int tagged,
+		void *context, uint64_t flags, uint64_t data)
+{
+	if (len > OFX_MAX_MSG)
+		return -FI_EMSGSIZE;
+	if ((flags & FI_REMOTE_CQ_DATA) && !ep->hlen)
+		return -FI_EINVAL; /* endpoint opened without FI_REMOTE_CQ_DATA */
+	OFX_TRACE("send%s len %zu dest %" PRId64 " tag %016" PRIx64 " flags %" PRIx64 " data %" PRIx64 "\n",
+		  tagged ? " tagged" : "", len, (int64_t)dest, match, flags, data);
+	if ((flags & FI_INJECT) && len > OFX_INJECT_SIZE)
+		return -FI_EMSGSIZE;
 	ssize_t ret = 0;
+	struct ofx_op *s = NULL;
+	struct ofx_conn *c = NULL;
 	dom_lock(ep->dom);
 	if (!ep->enabled || !ep->av) {
 		ret = -FI_EOPBADSTATE;
 	} else if (dest >= ep->av->n || !ep->av->valid[dest]) {
 		ret = -FI_EINVAL;
+	} else if (!(c = conn_get(ep, dest)) ||
+		   !(s = send_new(ep, buf, len, dest, match, tagged, context, flags, data))) {
+		ret = -FI_ENOMEM;
+	} else if (c->state == CONN_UP && !c->qhead) {
+		send_post(ep, c, s);
 	} else {
-		struct ofx_conn *c = conn_get(ep, dest);
-		if (!c) {
-			ret = -FI_ENOMEM;
-		} else if (c->state == CONN_UP && !c->qhead) {
-			send_post(ep, c, s);
-			s = NULL;
-		} else {
-			list_append(&c->qhead, &c->qtail, s);
-			s = NULL;
-			if (c->state == CONN_NONE) {
-				c->deadline = now_ns() + connect_timeout_ns;
-				conn_start(ep, dest);
-			}
+		list_append(&c->qhead, &c->qtail, s);
+		if (c->state == CONN_NONE) {
+			c->deadline = now_ns() + connect_timeout_ns;
+			conn_start(ep, dest);
 		}
 	}
 	dom_unlock(ep->dom);
-	if (ret)
-		op_free(s);
 	return ret;
 }

@@ -43,26 +43,40 @@ def stats(vals):
 
 
 DISTURBED_CPUS = 0.35  # other work above this (CPUs, over an invocation) marks it disturbed
+# The vCPUs far apart: an invocation whose placement probe (run.sh: a shared-memory flag's half
+# round trip between CPU 0 and 1, before and after it) exceeds this multiple of the lowest probe
+# of the whole run is disturbed too. The probe is bimodal on the VMs measured (0.03-0.05 us
+# against 0.19-0.33): any factor between 2 and 4 separates the two (3: a low near probe times 3 still lies well below a far one).
+FAR_FACTOR = 3.0
 
 
 def load(outdir):
     """Returns lat, bw: key -> [(value, disturbed)], cpu: key -> {run: (bytes, cpu_s, wall_s, disturbed)},
-    other: mtu -> [CPUs used outside the two processes, per invocation]."""
+    other: mtu -> [CPUs used outside the two processes, per invocation], place: mtu -> [(placement
+    probe us, far)] (empty without placement_us in cpu.csv: results of older run.sh)."""
     cpu = defaultdict(dict)
     other = defaultdict(list)
+    place = defaultdict(list)
     inv = defaultdict(list)  # (run, mtu, t, mode, pattern) -> [(start, end, disturbed)]
     path = os.path.join(outdir, "cpu.csv")
+    rows = []
     if os.path.exists(path):
         with open(path) as f:
-            for r in csv.DictReader(f):
-                c = sum(float(r[k]) for k in ("client_user_s", "client_sys_s", "server_user_s", "server_sys_s"))
-                wall = float(r["wall_s"])
-                o = (float(r["machine_busy_s"]) - c) / wall if r.get("machine_busy_s") and wall > 0 else 0.0
-                dist = o > DISTURBED_CPUS
-                other[int(r["mtu"])].append(o)
-                key = (int(r["run"]), int(r["mtu"]), r["transport"], r["mode"], r["pattern"])
-                inv[key].append((int(r["start"]), int(r["end"]), dist))
-                cpu[key[1:]][key[0]] = (int(r["bytes"]), c, wall, dist)
+            rows = list(csv.DictReader(f))
+    probes = [float(r["placement_us"]) for r in rows if r.get("placement_us")]
+    near = min(probes) if probes else None
+    for r in rows:
+        c = sum(float(r[k]) for k in ("client_user_s", "client_sys_s", "server_user_s", "server_sys_s"))
+        wall = float(r["wall_s"])
+        o = (float(r["machine_busy_s"]) - c) / wall if r.get("machine_busy_s") and wall > 0 else 0.0
+        far = bool(r.get("placement_us")) and float(r["placement_us"]) > FAR_FACTOR * near
+        dist = o > DISTURBED_CPUS or far
+        other[int(r["mtu"])].append(o)
+        if r.get("placement_us"):
+            place[int(r["mtu"])].append((float(r["placement_us"]), far))
+        key = (int(r["run"]), int(r["mtu"]), r["transport"], r["mode"], r["pattern"])
+        inv[key].append((int(r["start"]), int(r["end"]), dist))
+        cpu[key[1:]][key[0]] = (int(r["bytes"]), c, wall, dist)
     lat = defaultdict(list)  # (mtu, t, mode, pattern, len) -> [(latency_us, disturbed)]
     bw = defaultdict(list)
     with open(os.path.join(outdir, "results.csv")) as f:
@@ -73,7 +87,7 @@ def load(outdir):
             k = ikey[1:] + (L,)
             lat[k].append((float(r["latency_us"]), dist))
             bw[k].append((float(r["bandwidth_MBps"]), dist))
-    return lat, bw, cpu, other
+    return lat, bw, cpu, other, place
 
 
 def pick(pairs):
@@ -305,7 +319,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: report.py RESULT_DIR")
     outdir = sys.argv[1]
-    lat, bw, cpu, other = load(outdir)
+    lat, bw, cpu, other, place = load(outdir)
     mpi = load_mpi(outdir)
     mtus = sorted({k[0] for k in lat})
     lengths = defaultdict(set)  # (mtu, pattern) -> lengths
@@ -351,7 +365,18 @@ def main():
                       "competed for the 2 CPUs): medians, min and max use only the undisturbed runs of each point "
                       "when there is at least one, else all runs, and the figure is marked †. "
                       f"{sum(1 for v in other.values() for x in v if x > DISTURBED_CPUS)} of "
-                      f"{sum(len(v) for v in other.values())} invocations were disturbed.\n")
+                      f"{sum(len(v) for v in other.values())} invocations were disturbed by other work.\n")
+        if place:
+            probes = [p for v in place.values() for p, _ in v]
+            nfar = sum(1 for v in place.values() for _, far in v if far)
+            md.append("Placement of the two vCPUs (the host moves them): before and after each invocation, the half "
+                      "round trip of a shared-memory flag between CPU 0 and CPU 1 (`local_pingpong shm`), the "
+                      f"larger of the two: median {statistics.median(probes):.3f} µs, min {min(probes):.3f}, max "
+                      f"{max(probes):.3f}. An invocation whose probe exceeds {FAR_FACTOR}x the lowest of the run "
+                      "ran with the vCPUs *far apart* (every cache line between the two processes then costs "
+                      "several times more) and counts as disturbed, like the above: "
+                      + "; ".join(f"MTU {m}: {sum(1 for _, f in v if f)} of {len(v)}" for m, v in sorted(place.items()))
+                      + f" ({nfar} in all).\n")
         if fails:
             md.append(f"**{len(fails)} invocation(s) failed** (their points are missing):\n")
             md.append("```\n" + "\n".join(fails[:30]) + "\n```\n")

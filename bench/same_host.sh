@@ -29,6 +29,11 @@
 # Runs are interleaved: run r of every mode and placement before run r+1 of any.
 # Output: one line per (mode, placement, length): the median latency (us, half a round trip)
 # and bandwidth (MB/s) over the runs, and their spread (min-max latency).
+# Placement "diff": the host moves the VM's vCPUs, near each other or far apart, for seconds at a
+# time (a cache line between them then costs 4-5x more on the VMs measured). Before and after each
+# run, a probe (local_pingpong shm: a flag's half round trip between CPU 0 and 1, ~10 ms) says
+# which; runs whose probe exceeds 3x the lowest of the invocation are left out of the medians
+# when a point has other runs (the line says how many), and each run's probe is on stderr.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
@@ -61,13 +66,18 @@ mkdir -p "$TMP/lock"
 H=${OMX_HOSTNAME[0]}
 MEDIAN='
 import sys, statistics, collections
-lat = collections.defaultdict(list); bw = collections.defaultdict(list)
+near = float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else 0.0
+rows = collections.defaultdict(list)
 for line in sys.stdin:
-    l, n, us, mb = line.strip().split(",")[:4]
-    lat[int(l)].append(float(us)); bw[int(l)].append(float(mb))
-for l in sorted(lat):
-    print("%-18s %9d  %9.2f us  %9.1f MB/s  (%d runs, %.2f-%.2f us)" % (sys.argv[1], l, statistics.median(lat[l]),
-          statistics.median(bw[l]), len(lat[l]), min(lat[l]), max(lat[l])))
+    f = line.strip().split(",")
+    probe = float(f[4]) if len(f) > 4 and f[4] else 0.0
+    rows[int(f[0])].append((float(f[2]), float(f[3]), near > 0 and probe > 3 * near))
+for l in sorted(rows):
+    keep = [r for r in rows[l] if not r[2]] or rows[l]
+    lat = [r[0] for r in keep]; bw = [r[1] for r in keep]
+    far = len(rows[l]) - len(keep)
+    print("%-18s %9d  %9.2f us  %9.1f MB/s  (%d runs%s, %.2f-%.2f us)" % (sys.argv[1], l, statistics.median(lat),
+          statistics.median(bw), len(keep), ", %d far apart left out" % far if far else "", min(lat), max(lat)))
 '
 LP=$BUILD/bench/local_pingpong
 RP=$BUILD/bench/ring_pingpong
@@ -154,18 +164,33 @@ run_once() { # mode place run
 		2>/dev/null | grep -E '^[0-9]+,' >"$out"
 	wait $srv
 }
+# placement_probe: a shared-memory flag's half round trip (us) between CPU 0 and CPU 1
+placement_probe() {
+	"$LP" shm 0 20000 echo 0,1 2>/dev/null | awk -F, 'NF >= 4 {v = $4} END {print v}'
+}
 for ((r = 0; r < RUNS; r++)); do
 	for place in $PLACES; do
 		for mode in $MODES; do
+			p0="" p1=""
+			[ "$place" = diff ] && p0=$(placement_probe)
 			run_once "$mode" "$place" "$r" "$@"
+			[ "$place" = diff ] && p1=$(placement_probe)
+			p=$(awk -v a="$p0" -v b="$p1" 'BEGIN {if (a != "" && b != "") print (a + 0 > b + 0 ? a : b)}')
+			echo "$p" >"$TMP/$mode@$place.$r.probe"
+			[ -n "$p" ] && echo "same_host: $mode@$place run $r: placement probe $p0 / $p1 us" >&2
 		done
 	done
 done
+NEAR=$(cat "$TMP"/*.probe 2>/dev/null | awk 'NF && (m == "" || $1 < m) {m = $1} END {print m}')
 for place in $PLACES; do
 	for mode in $MODES; do
 		label=$mode
 		[ "$PLACES" != any ] && label="$mode@$place"
-		cat "$TMP/$mode@$place".*.csv | python3 -c "$MEDIAN" "$label"
+		for ((r = 0; r < RUNS; r++)); do
+			[ -f "$TMP/$mode@$place.$r.csv" ] || continue
+			p=$(cat "$TMP/$mode@$place.$r.probe" 2>/dev/null)
+			awk -v p="$p" -F, 'NF {print $1","$2","$3","$4","p}' "$TMP/$mode@$place.$r.csv"
+		done | python3 -c "$MEDIAN" "$label" "$NEAR"
 	done
 done
 exit 0

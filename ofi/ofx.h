@@ -21,6 +21,12 @@
  * header (isendv / irecvv, no copy) holding the data; such endpoints use another omx endpoint key,
  * so they cannot be connected to by endpoints without the header (the send fails, FI_EACCES).
  *
+ * Completions are never lost. A CQ is a ring that grows as needed, plus a list of error entries;
+ * when either cannot get memory, the operation keeps its completion on the endpoint's pending list,
+ * and every progress call (each CQ read) first writes what it can from that list, in order, before
+ * newer completions. A call whose completion has no operation behind it (FI_PEEK, FI_CLAIM |
+ * FI_DISCARD) returns -FI_EAGAIN instead, having changed nothing.
+ *
  * Addresses (fi_getname / fi_av_insert): 16 bytes {nic_id u64, endpoint index u32, key u32}.
  * Connections are made lazily with omx_iconnect on the first send to a peer; sends queue behind
  * the connection and are posted in order (send-after-send ordering is kept).
@@ -138,6 +144,10 @@ struct ofx_op {
 	struct ofx_op *claimer;
 	/* OP_CONN */
 	size_t conn_idx;
+	/* a completion its CQ had no memory for, while on ep->pend_head (see op_complete) */
+	struct fi_cq_err_entry pend;
+	struct ofx_cq *pend_cq;
+	fi_addr_t pend_src;
 };
 
 enum ofx_conn_state { CONN_NONE, CONN_PENDING, CONN_RETRY, CONN_UP };
@@ -165,6 +175,7 @@ struct ofx_ep {
 	struct ofx_op *posted_head, *posted_tail;
 	struct ofx_op *unexp_head, *unexp_tail;
 	struct ofx_op *live; /* every op not freed yet, also those only omx knows of: freed by ep_close */
+	struct ofx_op *pend_head, *pend_tail; /* completed ops whose completion waits for CQ memory */
 };
 
 struct ofx_domain {
@@ -211,10 +222,10 @@ int ofx_no_control(struct fid *fid, int command, void *arg);
 int ofx_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 
 /* ofx_cq.c */
-int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag, uint64_t data,
-	    fi_addr_t src);
-void cq_push_err(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag, uint64_t data,
-		 size_t olen, int err, int prov_errno);
+int cq_write(struct ofx_cq *cq, const struct fi_cq_err_entry *e, fi_addr_t src);
+void op_complete(struct ofx_ep *ep, struct ofx_op *op, struct ofx_cq *cq, const struct fi_cq_err_entry *e,
+		 fi_addr_t src);
+void pend_flush(struct ofx_ep *ep);
 int dom_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct fid_cq **out, void *context);
 
 /* ofx_av.c */

@@ -1,6 +1,7 @@
 /*
  * ofx_cq.c - completion queues of the omx provider: a growing ring of completions and a list of
- * error completions. Reading a CQ progresses the endpoints bound to it (manual progress).
+ * error completions, and the completions of operations that wait for CQ memory (see ofx.h).
+ * Reading a CQ progresses the endpoints bound to it (manual progress).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -9,56 +10,100 @@
 
 #include "ofx.h"
 
-int cq_push(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag, uint64_t data,
-	    fi_addr_t src)
+#ifdef OFX_TEST_HOOKS
+/* TEST BUILD ONLY (ofi/testhooks/libomx-fi.so, never installed): OMX_FI_TEST_CQ_ENOMEM=N makes the
+ * first N CQ writes fail as if out of memory, so that a test can show no completion is lost. */
+static int test_cq_enomem(void)
 {
-	if (cq->count == cq->cap) {
-		size_t ncap = cq->cap ? cq->cap * 2 : 256;
-		struct ofx_cq_slot *n = malloc(ncap * sizeof(*n));
+	static long left = -1;
+	if (left < 0) {
+		const char *v = getenv("OMX_FI_TEST_CQ_ENOMEM");
+		left = v ? atol(v) : 0;
+	}
+	if (left <= 0)
+		return 0;
+	left--;
+	return 1;
+}
+#else
+#define test_cq_enomem() 0
+#endif
+
+static int cq_grow(struct ofx_cq *cq)
+{
+	size_t ncap = cq->cap ? cq->cap * 2 : 256;
+	struct ofx_cq_slot *n = malloc(ncap * sizeof(*n));
+	if (!n)
+		return -FI_ENOMEM;
+	for (size_t i = 0; i < cq->count; i++)
+		n[i] = cq->ring[(cq->head + i) % cq->cap];
+	free(cq->ring);
+	cq->ring = n;
+	cq->cap = ncap;
+	cq->head = 0;
+	return 0;
+}
+
+/* Write completion e to cq: to the ring, or if e->err to the error list (src is then unused).
+ * 0, or -FI_ENOMEM with nothing written. Domain lock held. */
+int cq_write(struct ofx_cq *cq, const struct fi_cq_err_entry *e, fi_addr_t src)
+{
+	if (test_cq_enomem())
+		return -FI_ENOMEM;
+	if (e->err) {
+		OFX_TRACE("error completion ctx %p flags %" PRIx64 " err %d olen %zu\n", e->op_context, e->flags, e->err,
+			  e->olen);
+		struct ofx_cq_err *n = calloc(1, sizeof(*n));
 		if (!n)
 			return -FI_ENOMEM;
-		for (size_t i = 0; i < cq->count; i++)
-			n[i] = cq->ring[(cq->head + i) % cq->cap];
-		free(cq->ring);
-		cq->ring = n;
-		cq->cap = ncap;
-		cq->head = 0;
+		n->e = *e;
+		if (cq->err_tail)
+			cq->err_tail->next = n;
+		else
+			cq->err_head = n;
+		cq->err_tail = n;
+		return 0;
 	}
+	if (cq->count == cq->cap && cq_grow(cq))
+		return -FI_ENOMEM;
 	OFX_TRACE("completion ctx %p flags %" PRIx64 " len %zu tag %016" PRIx64 " data %" PRIx64 " src %" PRId64 "\n",
-		  ctx, flags, len, tag, data, (int64_t)src);
+		  e->op_context, e->flags, e->len, e->tag, e->data, (int64_t)src);
 	struct ofx_cq_slot *s = &cq->ring[(cq->head + cq->count) % cq->cap];
-	s->e.op_context = ctx;
-	s->e.flags = flags;
-	s->e.len = len;
-	s->e.buf = buf;
-	s->e.data = data;
-	s->e.tag = tag;
+	s->e.op_context = e->op_context;
+	s->e.flags = e->flags;
+	s->e.len = e->len;
+	s->e.buf = e->buf;
+	s->e.data = e->data;
+	s->e.tag = e->tag;
 	s->src = src;
 	cq->count++;
 	return 0;
 }
 
-void cq_push_err(struct ofx_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag, uint64_t data,
-		 size_t olen, int err, int prov_errno)
+/* Report op's completion e on cq (none if cq is NULL), then free op. If cq has no memory for it, op
+ * keeps the completion on ep->pend_head instead, behind any already there; ep_progress retries:
+ * a completion may come late, never not at all. Domain lock held. */
+void op_complete(struct ofx_ep *ep, struct ofx_op *op, struct ofx_cq *cq, const struct fi_cq_err_entry *e,
+		 fi_addr_t src)
 {
-	OFX_TRACE("error completion ctx %p flags %" PRIx64 " err %d olen %zu\n", ctx, flags, err, olen);
-	struct ofx_cq_err *e = calloc(1, sizeof(*e));
-	if (!e)
+	if (cq && (ep->pend_head || cq_write(cq, e, src))) {
+		op->pend = *e;
+		op->pend_cq = cq;
+		op->pend_src = src;
+		list_append(&ep->pend_head, &ep->pend_tail, op);
 		return;
-	e->e.op_context = ctx;
-	e->e.flags = flags;
-	e->e.len = len;
-	e->e.buf = buf;
-	e->e.tag = tag;
-	e->e.data = data;
-	e->e.olen = olen;
-	e->e.err = err;
-	e->e.prov_errno = prov_errno;
-	if (cq->err_tail)
-		cq->err_tail->next = e;
-	else
-		cq->err_head = e;
-	cq->err_tail = e;
+	}
+	op_free(op);
+}
+
+/* Write the completions op_complete could not, in order, as far as memory allows. Domain lock held. */
+void pend_flush(struct ofx_ep *ep)
+{
+	struct ofx_op *op;
+	while ((op = ep->pend_head) && !cq_write(op->pend_cq, &op->pend, op->pend_src)) {
+		list_remove(&ep->pend_head, &ep->pend_tail, NULL, op);
+		op_free(op);
+	}
 }
 
 static size_t cq_entry_size(enum fi_cq_format f)

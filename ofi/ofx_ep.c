@@ -180,10 +180,9 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 		if (r->context != context)
 			continue;
 		list_remove(&ep->posted_head, &ep->posted_tail, prev, r);
-		if (ep->rxcq)
-			cq_push_err(ep->rxcq, r->context, recv_flags(r), 0, r->buf, r->tagged ? r->match : 0, 0, 0, FI_ECANCELED,
-				    OMX_CANCELLED);
-		op_free(r);
+		struct fi_cq_err_entry e = {.op_context = r->context, .flags = recv_flags(r), .buf = r->buf,
+					    .tag = r->tagged ? r->match : 0, .err = FI_ECANCELED, .prov_errno = OMX_CANCELLED};
+		op_complete(ep, r, ep->rxcq, &e, FI_ADDR_NOTAVAIL);
 		break;
 	}
 	dom_unlock(ep->dom);

@@ -213,14 +213,14 @@ void recv_complete(struct ofx_ep *ep, struct ofx_op *r, uint64_t match, uint32_t
 	}
 	if (code == OMX_SUCCESS && xfer < msg_len)
 		code = OMX_MESSAGE_TRUNCATED;
+	struct fi_cq_err_entry e = {
+		.op_context = r->context, .flags = flags, .len = xfer, .buf = r->buf, .data = data, .tag = tag};
 	if (code != OMX_SUCCESS) {
-		if (ep->rxcq)
-			cq_push_err(ep->rxcq, r->context, flags, xfer, r->buf, tag, data,
-				    msg_len > xfer ? msg_len - xfer : 0, ofx_errno(code), (int)code);
-	} else if (ep->rxcq && r->completion) {
-		cq_push(ep->rxcq, r->context, flags, xfer, r->buf, tag, data, r->addr);
+		e.olen = msg_len > xfer ? msg_len - xfer : 0;
+		e.err = ofx_errno(code);
+		e.prov_errno = (int)code;
 	}
-	op_free(r);
+	op_complete(ep, r, (code != OMX_SUCCESS || r->completion) ? ep->rxcq : NULL, &e, r->addr);
 }
 
 /* Deliver buffered unexpected message u (complete) to receive r, and free u. */
@@ -239,46 +239,43 @@ void unexp_deliver(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r)
 }
 
 /* fi_trecvmsg with FI_PEEK (and FI_CLAIM / FI_DISCARD): report, without receiving it, the first
- * buffered message tmpl matches, or FI_ENOMSG. Domain lock held. */
-static void recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *context, uint64_t flags)
+ * buffered message tmpl matches, or FI_ENOMSG. -FI_EAGAIN if the CQ has no memory for the report
+ * (nothing claimed or discarded then), else 0. Domain lock held. */
+static ssize_t recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *context, uint64_t flags)
 {
-	int tagged = tmpl->tagged;
-	uint64_t tag = tmpl->match;
-	struct ofx_op *u;
-	for (u = ep->unexp_head; u; u = u->next)
+	struct ofx_op *u, *prev = NULL;
+	for (u = ep->unexp_head; u; prev = u, u = u->next)
 		if (!u->claimed && op_matches(ep, tmpl, u->match, unexp_src(ep, u)))
 			break;
-	uint64_t fl = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+	struct fi_cq_err_entry e = {.op_context = context, .flags = recv_flags(tmpl), .tag = tmpl->match};
+	fi_addr_t src = FI_ADDR_NOTAVAIL;
 	/* a message still being received (its header may not be here yet) counts as not there */
 	if (!u || !u->done || u->msg_len < ep->hlen) {
-		if (ep->rxcq)
-			cq_push_err(ep->rxcq, context, fl, 0, NULL, tag, 0, 0, FI_ENOMSG, 0);
+		e.err = FI_ENOMSG;
 	} else {
-		uint64_t data = 0, utag = tagged ? u->match : 0;
-		size_t ulen = u->msg_len - ep->hlen;
-		fi_addr_t usrc = unexp_src(ep, u);
+		e.len = u->msg_len - ep->hlen;
+		e.tag = tmpl->tagged ? u->match : 0;
+		src = unexp_src(ep, u);
 		if (ep->hlen) {
 			int has = 0;
-			data = hdr_get(u->buf, &has);
+			e.data = hdr_get(u->buf, &has);
 			if (has)
-				fl |= FI_REMOTE_CQ_DATA;
+				e.flags |= FI_REMOTE_CQ_DATA;
 			else
-				data = 0;
+				e.data = 0;
 		}
-		if ((flags & FI_CLAIM) && context) {
-			u->claimed = 1;
-			((struct fi_context *)context)->internal[0] = u;
-		}
-		if (flags & FI_DISCARD) {
-			struct ofx_op *p = NULL;
-			for (struct ofx_op *x = ep->unexp_head; x != u; x = x->next)
-				p = x;
-			list_remove(&ep->unexp_head, &ep->unexp_tail, p, u);
-			op_free(u);
-		}
-		if (ep->rxcq)
-			cq_push(ep->rxcq, context, fl, ulen, NULL, utag, data, usrc);
 	}
+	if (ep->rxcq && cq_write(ep->rxcq, &e, src))
+		return -FI_EAGAIN;
+	if (!e.err && (flags & FI_CLAIM) && context) {
+		u->claimed = 1;
+		((struct fi_context *)context)->internal[0] = u;
+	}
+	if (!e.err && (flags & FI_DISCARD)) {
+		list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
+		op_free(u);
+	}
+	return 0;
 }
 
 ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore, int tagged,
@@ -296,9 +293,9 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 	}
 	struct ofx_op tmpl = {.tagged = tagged, .match = tag, .ignore = ignore, .addr = src};
 	if (flags & FI_PEEK) {
-		recv_peek(ep, &tmpl, context, flags);
+		ret = recv_peek(ep, &tmpl, context, flags);
 		dom_unlock(ep->dom);
-		return 0;
+		return ret;
 	}
 	struct ofx_op *r = op_new(ep, OP_RECV);
 	if (!r) {
@@ -325,14 +322,17 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 			return -FI_EINVAL;
 		}
 		if (flags & FI_DISCARD) {
+			struct fi_cq_err_entry e = {.op_context = context, .flags = recv_flags(r), .tag = tag};
+			op_free(r);
+			if (ep->rxcq && cq_write(ep->rxcq, &e, FI_ADDR_NOTAVAIL)) {
+				dom_unlock(ep->dom);
+				return -FI_EAGAIN; /* discard nothing without its completion */
+			}
 			list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
 			if (u->done)
 				op_free(u);
 			else
 				u->discard = 1;
-			if (ep->rxcq)
-				cq_push(ep->rxcq, context, recv_flags(r), 0, NULL, tag, 0, FI_ADDR_NOTAVAIL);
-			op_free(r);
 			dom_unlock(ep->dom);
 			return 0;
 		}

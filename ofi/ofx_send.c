@@ -33,12 +33,16 @@ static struct ofx_conn *conn_get(struct ofx_ep *ep, fi_addr_t a)
 	return &ep->conns[a];
 }
 
+static uint64_t send_flags(const struct ofx_op *s)
+{
+	return FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG);
+}
+
 static void send_fail(struct ofx_ep *ep, struct ofx_op *s, omx_return_t code)
 {
-	if (ep->txcq && !s->inject_copy)
-		cq_push_err(ep->txcq, s->context, FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG), s->len, s->buf,
-			    s->tagged ? s->match : 0, 0, 0, ofx_errno(code), (int)code);
-	op_free(s);
+	struct fi_cq_err_entry e = {.op_context = s->context, .flags = send_flags(s), .len = s->len, .buf = s->buf,
+				    .tag = s->tagged ? s->match : 0, .err = ofx_errno(code), .prov_errno = (int)code};
+	op_complete(ep, s, s->inject_copy ? NULL : ep->txcq, &e, FI_ADDR_NOTAVAIL);
 }
 
 static void send_post(struct ofx_ep *ep, struct ofx_conn *c, struct ofx_op *s)
@@ -120,6 +124,7 @@ void ep_progress(struct ofx_ep *ep)
 {
 	if (!ep->oep)
 		return;
+	pend_flush(ep); /* older completions first */
 	for (;;) {
 		omx_status_t st;
 		uint32_t res = 0;
@@ -130,13 +135,11 @@ void ep_progress(struct ofx_ep *ep)
 			continue;
 		switch (op->type) {
 		case OP_SEND:
-			if (st.code != OMX_SUCCESS)
+			if (st.code != OMX_SUCCESS) {
 				send_fail(ep, op, st.code);
-			else {
-				if (ep->txcq && op->completion)
-					cq_push(ep->txcq, op->context, FI_SEND | (op->tagged ? FI_TAGGED : FI_MSG), 0,
-						NULL, 0, 0, FI_ADDR_NOTAVAIL);
-				op_free(op);
+			} else {
+				struct fi_cq_err_entry e = {.op_context = op->context, .flags = send_flags(op)};
+				op_complete(ep, op, op->completion ? ep->txcq : NULL, &e, FI_ADDR_NOTAVAIL);
 			}
 			break;
 		case OP_RECV:

@@ -3,7 +3,8 @@
 # refuses what it does not support, and a plain libfabric client (omx_fi_client) runs tagged,
 # untagged, directed, truncation, peek/claim, cancel, inject, remote CQ data and streaming checks
 # between two network namespaces joined by veth, with FI_AV_MAP and FI_AV_TABLE; then scenarios
-# for specific defects (one client pair each): endpoints closed with operations in flight.
+# for specific defects (one client pair each): endpoints closed with operations in flight; and
+# completions when the CQ cannot grow (one client, with the test build of the provider).
 #
 # Every step runs under `timeout`, so a hang fails the step instead of the whole CI job.
 # In a sanitizer build (OMX_SANITIZE=address) the provider is instrumented but fi_info is not:
@@ -68,4 +69,14 @@ scenario() {
 # provider once it has sent, so that its large messages stay half-arrived at b.
 check "endpoints closed with operations in flight free them all" \
 	scenario close "OMX_PROGRESS_THREAD=0" "" map close
+# One process, the test build of the provider (failure injection): its first 20 CQ writes fail.
+cqfail() {
+	omx_host_exec 0 env $(omx_env 0) FI_PROVIDER_PATH="$FIDIR/testhooks" OMX_FI_TEST_CQ_ENOMEM=20 \
+		timeout -k 5 60 "$X" cqfail >"$TMP/fi-cqfail.log" 2>&1
+	local rc=$?
+	grep -h '^FAIL\|^omx_fi_client\|ERROR\|SUMMARY' "$TMP/fi-cqfail.log"
+	[ -z "${OFI_VERBOSE:-}" ] || cat "$TMP/fi-cqfail.log"
+	return $rc
+}
+check "no completion lost when the CQ cannot grow (OMX_FI_TEST_CQ_ENOMEM=20)" cqfail
 finish

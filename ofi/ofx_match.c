@@ -256,7 +256,9 @@ static ssize_t recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *con
 		e.len = u->msg_len - ep->hlen;
 		e.tag = tmpl->tagged ? u->match : 0;
 		src = unexp_src(ep, u);
-		if (ep->hlen) {
+		/* A message that failed (its receive reports the error) may lack the header, or part of it:
+		 * then there is no data to report. Still found, so that a probe does not wait for it forever. */
+		if (ep->hlen && u->xfer >= ep->hlen) {
 			int has = 0;
 			e.data = hdr_get(u->buf, &has);
 			if (has)

@@ -4,7 +4,7 @@
  *   omx_fi_client getinfo                 fi_getinfo checks only (no peer needed)
  *   omx_fi_client cqfail                  one endpoint sending to itself while its CQ cannot grow
  *                                         (needs the test build of the provider, see cqfail_run)
- *   omx_fi_client a|b DIR [map|table] [data] [close]
+ *   omx_fi_client a|b DIR [map|table] [data] [close|peekerr]
  *                                         two peers (two hosts): names are exchanged through
  *                                         DIR/name.a and DIR/name.b, then both run the checks, or
  *                                         only the scenario named (see run_scenario)
@@ -719,7 +719,7 @@ static int flag_wait(const char *dir, const char *name, double secs, int progres
 
 #define STALL_LEN (2u << 20)
 
-/* a's half of "close": send large messages, then stop calling the provider until b
+/* a's half of "close" and "peekerr": send large messages, then stop calling the provider until b
  * says so. Run without the omx progress thread (OMX_PROGRESS_THREAD=0), so nobody answers b's pulls:
  * each message stays half-arrived at b. The sends are still in flight when a closes. */
 static void stall_sender(const char *dir, int nmsg, const char *wait_for)
@@ -769,6 +769,39 @@ static void close_scenario(int is_a, const char *dir)
 	CHECK(!r1.done && !r2.done, "receives still arriving when the endpoint closes (done %d %d)", r1.done, r2.done);
 	close_all();
 	flag_set(dir, "closed");
+	free(rb);
+}
+
+/* Defect: FI_PEEK of a buffered message that failed before its 16-byte header arrived decoded the
+ * header from bytes never received. b runs with a pull timeout of a few 100 ms (OMX_RESENDS_MAX,
+ * OMX_RESEND_DELAY_MS) and fresh heap memory filled with 0xa5 (MALLOC_PERTURB_ / ASan's
+ * malloc_fill_byte), so garbage shows as FI_REMOTE_CQ_DATA with data a5a5... Endpoints with data. */
+static void peekerr_scenario(int is_a, const char *dir)
+{
+	if (is_a) {
+		stall_sender(dir, 1, "peeked");
+		return;
+	}
+	struct op p = {0};
+	struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x41, .context = &p};
+	barrier();
+	CHECK(flag_wait(dir, "sent", 60, 1), "peer sent");
+	double end = now() + 30;
+	do { /* FI_ENOMSG while the message is arriving; found once its pull has failed */
+		memset(&p, 0, sizeof(p));
+		fi_trecvmsg(ep, &m, FI_PEEK);
+		wait_op(&p, 5);
+	} while (p.err == FI_ENOMSG && now() < end);
+	CHECK(p.done == 1 && !p.err && p.len == STALL_LEN && !(p.flags & FI_REMOTE_CQ_DATA) && !p.data,
+	      "FI_PEEK of a message that failed before its header arrived: found, no data from the missing header "
+	      "(err %d len %zu flags %" PRIx64 " data %" PRIx64 ")",
+	      p.err, p.len, p.flags, p.data);
+	uint8_t *rb = malloc(STALL_LEN);
+	struct op r = {0};
+	fi_trecv(ep, rb, STALL_LEN, NULL, FI_ADDR_UNSPEC, 0x41, 0, &r);
+	CHECK(wait_op(&r, 10) && r.err && r.err != FI_ETRUNC, "receiving it reports the failure (err %d)", r.err);
+	flag_set(dir, "peeked");
+	close_all();
 	free(rb);
 }
 
@@ -846,14 +879,14 @@ int main(int argc, char **argv)
 		return fails != 0;
 	}
 	if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b")))
-		DIE("usage: omx_fi_client getinfo | cqfail | a|b DIR [map|table] [data] [close]");
+		DIE("usage: omx_fi_client getinfo | cqfail | a|b DIR [map|table] [data] [close|peekerr]");
 	const char *avtype = "map", *scenario = NULL;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "map") || !strcmp(argv[i], "table"))
 			avtype = argv[i];
 		else if (!strcmp(argv[i], "data"))
 			use_data = 1;
-		else if (!strcmp(argv[i], "close"))
+		else if (!strcmp(argv[i], "close") || !strcmp(argv[i], "peekerr"))
 			scenario = argv[i];
 		else
 			DIE("unknown argument %s", argv[i]);
@@ -865,8 +898,10 @@ int main(int argc, char **argv)
 	exchange(argv[1], argv[2]);
 	if (!scenario)
 		run_pair(is_a);
-	else
+	else if (!strcmp(scenario, "close"))
 		close_scenario(is_a, argv[2]);
+	else
+		peekerr_scenario(is_a, argv[2]);
 	if (ep)
 		close_all();
 	printf("%s\n", fails ? "FAILED" : "PASSED");

@@ -3,8 +3,9 @@
 # refuses what it does not support, and a plain libfabric client (omx_fi_client) runs tagged,
 # untagged, directed, truncation, peek/claim, cancel, inject, remote CQ data and streaming checks
 # between two network namespaces joined by veth, with FI_AV_MAP and FI_AV_TABLE; then scenarios
-# for specific defects (one client pair each): endpoints closed with operations in flight; and
-# completions when the CQ cannot grow (one client, with the test build of the provider).
+# for specific defects (one client pair each): endpoints closed with operations in flight, FI_PEEK
+# of a message that failed before its header arrived; and completions when the CQ cannot grow (one
+# client, with the test build of the provider).
 #
 # Every step runs under `timeout`, so a hang fails the step instead of the whole CI job.
 # In a sanitizer build (OMX_SANITIZE=address) the provider is instrumented but fi_info is not:
@@ -65,10 +66,16 @@ scenario() {
 	[ -z "${OFI_VERBOSE:-}" ] || cat "$TMP/fi-$name".*.log
 	return $rc
 }
-# The sender of "close" runs without the omx progress thread and stops calling the
+# The sender of "close" and "peekerr" runs without the omx progress thread and stops calling the
 # provider once it has sent, so that its large messages stay half-arrived at b.
 check "endpoints closed with operations in flight free them all" \
 	scenario close "OMX_PROGRESS_THREAD=0" "" map close
+# b: pulls given up after 5 x 100 ms; new heap memory filled with 0xa5 (glibc and ASan).
+asan_b=${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_fill_byte=165
+check "FI_PEEK of a message that failed before its header arrived reads no header" \
+	scenario peekerr "OMX_PROGRESS_THREAD=0" \
+	"OMX_RESENDS_MAX=5 OMX_RESEND_DELAY_MS=100 OMX_PULL_RESEND_MS=100 MALLOC_PERTURB_=90 ASAN_OPTIONS=$asan_b" \
+	map data peekerr
 # One process, the test build of the provider (failure injection): its first 20 CQ writes fail.
 cqfail() {
 	omx_host_exec 0 env $(omx_env 0) FI_PROVIDER_PATH="$FIDIR/testhooks" OMX_FI_TEST_CQ_ENOMEM=20 \

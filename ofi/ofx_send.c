@@ -38,10 +38,11 @@ static uint64_t send_flags(const struct ofx_op *s)
 	return FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG);
 }
 
-static void send_fail(struct ofx_ep *ep, struct ofx_op *s, omx_return_t code)
+/* Complete send s with error err (an fi errno; prov_errno: the omx code, if any). */
+static void send_fail(struct ofx_ep *ep, struct ofx_op *s, int err, int prov_errno)
 {
 	struct fi_cq_err_entry e = {.op_context = s->context, .flags = send_flags(s), .len = s->len, .buf = s->buf,
-				    .tag = s->tagged ? s->match : 0, .err = ofx_errno(code), .prov_errno = (int)code};
+				    .tag = s->tagged ? s->match : 0, .err = err, .prov_errno = prov_errno};
 	op_complete(ep, s, s->inject_copy ? NULL : ep->txcq, &e, FI_ADDR_NOTAVAIL);
 }
 
@@ -60,7 +61,7 @@ static void send_post(struct ofx_ep *ep, struct ofx_conn *c, struct ofx_op *s)
 		r = omx_isend(ep->oep, b, s->len, c->addr, s->match, s, &s->req);
 	}
 	if (r != OMX_SUCCESS)
-		send_fail(ep, s, r);
+		send_fail(ep, s, ofx_errno(r), (int)r);
 }
 
 static void conn_start(struct ofx_ep *ep, size_t idx)
@@ -84,12 +85,12 @@ retry:
 	c->retry_at = now_ns() + 100000000ull;
 }
 
-static void conn_fail_all(struct ofx_ep *ep, struct ofx_conn *c, omx_return_t code)
+static void conn_fail_all(struct ofx_ep *ep, struct ofx_conn *c, int err, int prov_errno)
 {
 	while (c->qhead) {
 		struct ofx_op *s = c->qhead;
 		c->qhead = s->next;
-		send_fail(ep, s, code);
+		send_fail(ep, s, err, prov_errno);
 	}
 	c->qtail = NULL;
 	c->state = CONN_NONE;
@@ -99,6 +100,10 @@ static void conn_done(struct ofx_ep *ep, struct ofx_op *cop, const omx_status_t 
 {
 	struct ofx_conn *c = &ep->conns[cop->conn_idx];
 	cop->req = NULL;
+	if (!ep->av->valid[cop->conn_idx]) {
+		conn_fail_all(ep, c, FI_EADDRNOTAVAIL, 0); /* fi_av_remove'd while connecting */
+		return;
+	}
 	if (st->code == OMX_SUCCESS) {
 		c->addr = st->addr;
 		c->state = CONN_UP;
@@ -117,7 +122,37 @@ static void conn_done(struct ofx_ep *ep, struct ofx_op *cop, const omx_status_t 
 		c->retry_at = now_ns() + 100000000ull;
 		return;
 	}
-	conn_fail_all(ep, c, st->code);
+	conn_fail_all(ep, c, ofx_errno(st->code), (int)st->code);
+}
+
+/* Connection retries and deadlines. The sends queued behind a connection to an address that
+ * fi_av_remove removed fail with FI_EADDRNOTAVAIL instead of retrying with its stale entry
+ * (fi_av(3) leaves operations on a removed address undefined). */
+static void conn_timers(struct ofx_ep *ep)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < ep->nconns; i++) {
+		struct ofx_conn *c = &ep->conns[i];
+		if (c->state != CONN_RETRY && c->state != CONN_PENDING)
+			continue;
+		if (!t)
+			t = now_ns();
+		int removed = !ep->av->valid[i];
+		if (removed || t >= c->deadline) {
+			if (c->state == CONN_PENDING && c->cop && c->cop->req) {
+				uint32_t res = 0;
+				omx_cancel(ep->oep, &c->cop->req, &res);
+				if (!res)
+					continue; /* completed meanwhile: handled at the next pass */
+			}
+			if (removed)
+				conn_fail_all(ep, c, FI_EADDRNOTAVAIL, 0);
+			else
+				conn_fail_all(ep, c, ofx_errno(OMX_TIMEOUT), OMX_TIMEOUT);
+		} else if (c->state == CONN_RETRY && t >= c->retry_at) {
+			conn_start(ep, i);
+		}
+	}
 }
 
 void ep_progress(struct ofx_ep *ep)
@@ -136,7 +171,7 @@ void ep_progress(struct ofx_ep *ep)
 		switch (op->type) {
 		case OP_SEND:
 			if (st.code != OMX_SUCCESS) {
-				send_fail(ep, op, st.code);
+				send_fail(ep, op, ofx_errno(st.code), (int)st.code);
 			} else {
 				struct fi_cq_err_entry e = {.op_context = op->context, .flags = send_flags(op)};
 				op_complete(ep, op, op->completion ? ep->txcq : NULL, &e, FI_ADDR_NOTAVAIL);
@@ -160,26 +195,7 @@ void ep_progress(struct ofx_ep *ep)
 			break;
 		}
 	}
-	/* connection retries and deadlines */
-	uint64_t t = 0;
-	for (size_t i = 0; i < ep->nconns; i++) {
-		struct ofx_conn *c = &ep->conns[i];
-		if (c->state != CONN_RETRY && c->state != CONN_PENDING)
-			continue;
-		if (!t)
-			t = now_ns();
-		if (t >= c->deadline) {
-			if (c->state == CONN_PENDING && c->cop && c->cop->req) {
-				uint32_t res = 0;
-				omx_cancel(ep->oep, &c->cop->req, &res);
-				if (!res)
-					continue; /* completed meanwhile: handled at the next pass */
-			}
-			conn_fail_all(ep, c, OMX_TIMEOUT);
-		} else if (c->state == CONN_RETRY && t >= c->retry_at) {
-			conn_start(ep, i);
-		}
-	}
+	conn_timers(ep);
 }
 
 /* A send op; with FI_INJECT, on a copy of buf. Domain lock held. */

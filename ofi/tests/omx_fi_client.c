@@ -4,7 +4,7 @@
  *   omx_fi_client getinfo                 fi_getinfo checks only (no peer needed)
  *   omx_fi_client cqfail                  one endpoint sending to itself while its CQ cannot grow
  *                                         (needs the test build of the provider, see cqfail_run)
- *   omx_fi_client a|b DIR [map|table] [data] [close|peekerr]
+ *   omx_fi_client a|b DIR [map|table] [data] [close|peekerr|avremove]
  *                                         two peers (two hosts): names are exchanged through
  *                                         DIR/name.a and DIR/name.b, then both run the checks, or
  *                                         only the scenario named (see run_scenario)
@@ -805,6 +805,34 @@ static void peekerr_scenario(int is_a, const char *dir)
 	free(rb);
 }
 
+/* Defect: a connection retry went on with the AV entry of an address fi_av_remove had removed. a
+ * sends to an endpoint of b's host that is not open (its connection is refused and retried every
+ * 100 ms), removes the address: the queued send must fail with FI_EADDRNOTAVAIL at once. */
+static void avremove_scenario(int is_a)
+{
+	barrier();
+	if (is_a) {
+		char nm[16];
+		size_t len = sizeof(nm);
+		fi_addr_t fa = FI_ADDR_NOTAVAIL;
+		struct op s = {0};
+		uint32_t epid;
+		CHECK(fi_av_lookup(av, peer, nm, &len) == 0 && len == 16, "fi_av_lookup of the peer");
+		memcpy(&epid, nm + 8, 4);
+		epid++; /* not open */
+		memcpy(nm + 8, &epid, 4);
+		CHECK(fi_av_insert(av, nm, 1, &fa, 0, NULL) == 1, "fi_av_insert of an endpoint that is not open");
+		CHECK(fi_tsend(ep, "x", 1, NULL, fa, 0x61, &s) == 0, "send to it accepted (queued behind the connection)");
+		settle(0.5);
+		CHECK(!s.done, "the send waits while the connection is retried");
+		CHECK(fi_av_remove(av, &fa, 1, 0) == 0, "fi_av_remove of that address");
+		CHECK(wait_op(&s, 5) && s.done == 1 && s.err == FI_EADDRNOTAVAIL,
+		      "the queued send fails with FI_EADDRNOTAVAIL (done %d err %d)", s.done, s.err);
+		CHECK(fi_tsend(ep, "x", 1, NULL, fa, 0x61, &s) == -FI_EINVAL, "a new send to it -> FI_EINVAL");
+	}
+	barrier();
+}
+
 /* Defect: a completion the CQ had no memory for was dropped. Run with the test build of the provider
  * (ofi/testhooks/libomx-fi.so) and OMX_FI_TEST_CQ_ENOMEM=N: its first N CQ writes fail as if out of
  * memory. Sends to self, receives, a truncated receive, a cancel and a peek must each still complete
@@ -879,14 +907,14 @@ int main(int argc, char **argv)
 		return fails != 0;
 	}
 	if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b")))
-		DIE("usage: omx_fi_client getinfo | cqfail | a|b DIR [map|table] [data] [close|peekerr]");
+		DIE("usage: omx_fi_client getinfo | cqfail | a|b DIR [map|table] [data] [close|peekerr|avremove]");
 	const char *avtype = "map", *scenario = NULL;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "map") || !strcmp(argv[i], "table"))
 			avtype = argv[i];
 		else if (!strcmp(argv[i], "data"))
 			use_data = 1;
-		else if (!strcmp(argv[i], "close") || !strcmp(argv[i], "peekerr"))
+		else if (!strcmp(argv[i], "close") || !strcmp(argv[i], "peekerr") || !strcmp(argv[i], "avremove"))
 			scenario = argv[i];
 		else
 			DIE("unknown argument %s", argv[i]);
@@ -900,8 +928,10 @@ int main(int argc, char **argv)
 		run_pair(is_a);
 	else if (!strcmp(scenario, "close"))
 		close_scenario(is_a, argv[2]);
-	else
+	else if (!strcmp(scenario, "peekerr"))
 		peekerr_scenario(is_a, argv[2]);
+	else
+		avremove_scenario(is_a);
 	if (ep)
 		close_all();
 	printf("%s\n", fails ? "FAILED" : "PASSED");

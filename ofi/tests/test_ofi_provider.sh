@@ -4,8 +4,8 @@
 # untagged, directed, truncation, peek/claim, cancel, inject, remote CQ data and streaming checks
 # between two network namespaces joined by veth, with FI_AV_MAP and FI_AV_TABLE; then scenarios
 # for specific defects (one client pair each): endpoints closed with operations in flight, FI_PEEK
-# of a message that failed before its header arrived; and completions when the CQ cannot grow (one
-# client, with the test build of the provider).
+# of a message that failed before its header arrived, sends queued to an address fi_av_remove
+# removed; and completions when the CQ cannot grow (one client, with the test build of the provider).
 #
 # Every step runs under `timeout`, so a hang fails the step instead of the whole CI job.
 # In a sanitizer build (OMX_SANITIZE=address) the provider is instrumented but fi_info is not:
@@ -76,6 +76,8 @@ check "FI_PEEK of a message that failed before its header arrived reads no heade
 	scenario peekerr "OMX_PROGRESS_THREAD=0" \
 	"OMX_RESENDS_MAX=5 OMX_RESEND_DELAY_MS=100 OMX_PULL_RESEND_MS=100 MALLOC_PERTURB_=90 ASAN_OPTIONS=$asan_b" \
 	map data peekerr
+check "sends queued to an address fi_av_remove removed fail with FI_EADDRNOTAVAIL" \
+	scenario avremove "" "" table avremove
 # One process, the test build of the provider (failure injection): its first 20 CQ writes fail.
 cqfail() {
 	omx_host_exec 0 env $(omx_env 0) FI_PROVIDER_PATH="$FIDIR/testhooks" OMX_FI_TEST_CQ_ENOMEM=20 \

@@ -7,66 +7,29 @@
  *   omx_fi_client a|b DIR [map|table] [data] [close|peekerr|avremove]
  *                                         two peers (two hosts): names are exchanged through
  *                                         DIR/name.a and DIR/name.b, then both run the checks, or
- *                                         only the scenario named (see run_scenario)
+ *                                         only the scenario named (omx_fi_scenarios.c)
  * Prints "ok - ..." per check; exits 0 only if every check passed.
  */
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_tagged.h>
+#include "omx_fi_client.h"
 
 #define TAG_BAR 0x7e00000000000001ULL
-#define CHECK(c, ...)                                                                                            \
-	do {                                                                                                     \
-		if (c) {                                                                                         \
-			printf("ok - " __VA_ARGS__);                                                             \
-			printf("\n");                                                                            \
-		} else {                                                                                         \
-			printf("FAIL - " __VA_ARGS__);                                                           \
-			printf(" (%s:%d)\n", __FILE__, __LINE__);                                                \
-			fails++;                                                                                 \
-		}                                                                                                \
-	} while (0)
-#define DIE(...)                                                                                                 \
-	do {                                                                                                     \
-		fprintf(stderr, "omx_fi_client: " __VA_ARGS__);                                                  \
-		fprintf(stderr, "\n");                                                                           \
-		exit(1);                                                                                         \
-	} while (0)
 
-struct op {
-	struct fi_context fc; /* first: FI_CLAIM uses it */
-	int done, err;
-	size_t len, olen;
-	uint64_t tag, flags, data;
-	fi_addr_t src;
-};
-
-static int fails;
+int fails;
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
-static struct fid_ep *ep;
-static struct fid_av *av;
-static struct fid_cq *cq;
-static fi_addr_t peer, self;
+struct fid_ep *ep;
+struct fid_av *av;
+struct fid_cq *cq;
+fi_addr_t peer, self;
 
-static double now(void)
+double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void poll_cq(void)
+void poll_cq(void)
 {
 	struct fi_cq_tagged_entry e[8];
 	fi_addr_t src[8];
@@ -99,7 +62,7 @@ static void poll_cq(void)
 	}
 }
 
-static int wait_op(struct op *o, double secs)
+int wait_op(struct op *o, double secs)
 {
 	double end = now() + secs;
 	while (!o->done && now() < end)
@@ -136,7 +99,7 @@ static void tsend_wait(const void *buf, size_t len, fi_addr_t to, uint64_t tag)
 		DIE("send tag %" PRIx64 " did not complete (err %d)", tag, o.err);
 }
 
-static void barrier(void)
+void barrier(void)
 {
 	static char junk[8];
 	struct op r = {0};
@@ -207,7 +170,7 @@ static void getinfo_checks(void)
 	      "cq_data_size 16 -> ENODATA");
 }
 
-static int use_data; /* endpoints opened with FI_REMOTE_CQ_DATA */
+int use_data; /* endpoints opened with FI_REMOTE_CQ_DATA */
 
 static void open_all(const char *avtype)
 {
@@ -673,9 +636,7 @@ static void run_pair(int is_a)
 	}
 }
 
-/* ------------------------------------------------------------------ scenarios (one each per run) */
-
-static void close_all(void)
+void close_all(void)
 {
 	CHECK(fi_close(&ep->fid) == 0 && fi_close(&cq->fid) == 0 && fi_close(&av->fid) == 0 &&
 		      fi_close(&dom->fid) == 0 && fi_close(&fab->fid) == 0,
@@ -683,213 +644,6 @@ static void close_all(void)
 	ep = NULL;
 }
 
-static void settle(double secs)
-{
-	double end = now() + secs;
-	while (now() < end)
-		poll_cq();
-}
-
-/* Flags between the two peers (files DIR/flag.NAME), for the moments one of them must not call the
- * provider, so cannot take part in a barrier. */
-static void flag_set(const char *dir, const char *name)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/flag.%s", dir, name);
-	FILE *f = fopen(path, "w");
-	if (!f || fclose(f))
-		DIE("cannot write %s", path);
-}
-
-static int flag_wait(const char *dir, const char *name, double secs, int progress)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/flag.%s", dir, name);
-	double end = now() + secs;
-	while (access(path, F_OK) != 0) {
-		if (now() > end)
-			return 0;
-		if (progress)
-			poll_cq();
-		else
-			usleep(10000);
-	}
-	return 1;
-}
-
-#define STALL_LEN (2u << 20)
-
-/* a's half of "close" and "peekerr": send large messages, then stop calling the provider until b
- * says so. Run without the omx progress thread (OMX_PROGRESS_THREAD=0), so nobody answers b's pulls:
- * each message stays half-arrived at b. The sends are still in flight when a closes. */
-static void stall_sender(const char *dir, int nmsg, const char *wait_for)
-{
-	uint8_t *big = calloc((size_t)nmsg, STALL_LEN);
-	struct op s[3];
-	memset(s, 0, sizeof(s));
-	if (!big || nmsg > 3)
-		DIE("stall_sender");
-	barrier();
-	settle(0.1); /* acks of the barrier go out before a goes quiet */
-	for (int i = 0; i < nmsg; i++) {
-		uint8_t *b = big + (size_t)i * STALL_LEN;
-		uint64_t tag = 0x41 + (uint64_t)i;
-		if (use_data ? fi_tsenddata(ep, b, STALL_LEN, NULL, 0x51, peer, tag, &s[i])
-			     : fi_tsend(ep, b, STALL_LEN, NULL, peer, tag, &s[i]))
-			DIE("send");
-	}
-	flag_set(dir, "sent");
-	CHECK(flag_wait(dir, wait_for, 60, 0), "peer finished (flag %s)", wait_for);
-	int inflight = 1;
-	for (int i = 0; i < nmsg; i++)
-		inflight &= !s[i].done;
-	CHECK(inflight, "the large sends are still in flight when the endpoint closes");
-	close_all();
-	free(big);
-}
-
-/* Defect: ep_close freed only the operations in the provider's own lists. b closes with a receive
- * handed to omx (0x41, matched on arrival), a receive waiting for a buffered message still arriving
- * (0x42) and a buffered message nobody asked for (0x43); a closes with three sends in flight. Every
- * one must be freed: in an ASan build LeakSanitizer fails the process otherwise. */
-static void close_scenario(int is_a, const char *dir)
-{
-	if (is_a) {
-		stall_sender(dir, 3, "closed");
-		return;
-	}
-	uint8_t *rb = malloc(2 * (size_t)STALL_LEN);
-	struct op r1 = {0}, r2 = {0};
-	fi_trecv(ep, rb, STALL_LEN, NULL, FI_ADDR_UNSPEC, 0x41, 0, &r1);
-	barrier();
-	CHECK(flag_wait(dir, "sent", 60, 1), "peer sent");
-	settle(0.3);
-	fi_trecv(ep, rb + STALL_LEN, STALL_LEN, NULL, FI_ADDR_UNSPEC, 0x42, 0, &r2);
-	settle(0.1);
-	CHECK(!r1.done && !r2.done, "receives still arriving when the endpoint closes (done %d %d)", r1.done, r2.done);
-	close_all();
-	flag_set(dir, "closed");
-	free(rb);
-}
-
-/* Defect: FI_PEEK of a buffered message that failed before its 16-byte header arrived decoded the
- * header from bytes never received. b runs with a pull timeout of a few 100 ms (OMX_RESENDS_MAX,
- * OMX_RESEND_DELAY_MS) and fresh heap memory filled with 0xa5 (MALLOC_PERTURB_ / ASan's
- * malloc_fill_byte), so garbage shows as FI_REMOTE_CQ_DATA with data a5a5... Endpoints with data. */
-static void peekerr_scenario(int is_a, const char *dir)
-{
-	if (is_a) {
-		stall_sender(dir, 1, "peeked");
-		return;
-	}
-	struct op p = {0};
-	struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x41, .context = &p};
-	barrier();
-	CHECK(flag_wait(dir, "sent", 60, 1), "peer sent");
-	double end = now() + 30;
-	do { /* FI_ENOMSG while the message is arriving; found once its pull has failed */
-		memset(&p, 0, sizeof(p));
-		fi_trecvmsg(ep, &m, FI_PEEK);
-		wait_op(&p, 5);
-	} while (p.err == FI_ENOMSG && now() < end);
-	CHECK(p.done == 1 && !p.err && p.len == STALL_LEN && !(p.flags & FI_REMOTE_CQ_DATA) && !p.data,
-	      "FI_PEEK of a message that failed before its header arrived: found, no data from the missing header "
-	      "(err %d len %zu flags %" PRIx64 " data %" PRIx64 ")",
-	      p.err, p.len, p.flags, p.data);
-	uint8_t *rb = malloc(STALL_LEN);
-	struct op r = {0};
-	fi_trecv(ep, rb, STALL_LEN, NULL, FI_ADDR_UNSPEC, 0x41, 0, &r);
-	CHECK(wait_op(&r, 10) && r.err && r.err != FI_ETRUNC, "receiving it reports the failure (err %d)", r.err);
-	flag_set(dir, "peeked");
-	close_all();
-	free(rb);
-}
-
-/* Defect: a connection retry went on with the AV entry of an address fi_av_remove had removed. a
- * sends to an endpoint of b's host that is not open (its connection is refused and retried every
- * 100 ms), removes the address: the queued send must fail with FI_EADDRNOTAVAIL at once. */
-static void avremove_scenario(int is_a)
-{
-	barrier();
-	if (is_a) {
-		char nm[16];
-		size_t len = sizeof(nm);
-		fi_addr_t fa = FI_ADDR_NOTAVAIL;
-		struct op s = {0};
-		uint32_t epid;
-		CHECK(fi_av_lookup(av, peer, nm, &len) == 0 && len == 16, "fi_av_lookup of the peer");
-		memcpy(&epid, nm + 8, 4);
-		epid++; /* not open */
-		memcpy(nm + 8, &epid, 4);
-		CHECK(fi_av_insert(av, nm, 1, &fa, 0, NULL) == 1, "fi_av_insert of an endpoint that is not open");
-		CHECK(fi_tsend(ep, "x", 1, NULL, fa, 0x61, &s) == 0, "send to it accepted (queued behind the connection)");
-		settle(0.5);
-		CHECK(!s.done, "the send waits while the connection is retried");
-		CHECK(fi_av_remove(av, &fa, 1, 0) == 0, "fi_av_remove of that address");
-		CHECK(wait_op(&s, 5) && s.done == 1 && s.err == FI_EADDRNOTAVAIL,
-		      "the queued send fails with FI_EADDRNOTAVAIL (done %d err %d)", s.done, s.err);
-		CHECK(fi_tsend(ep, "x", 1, NULL, fa, 0x61, &s) == -FI_EINVAL, "a new send to it -> FI_EINVAL");
-	}
-	barrier();
-}
-
-/* Defect: a completion the CQ had no memory for was dropped. Run with the test build of the provider
- * (ofi/testhooks/libomx-fi.so) and OMX_FI_TEST_CQ_ENOMEM=N: its first N CQ writes fail as if out of
- * memory. Sends to self, receives, a truncated receive, a cancel and a peek must each still complete
- * exactly once, with the right contents. */
-static void cqfail_run(void)
-{
-	enum { N = 8 };
-	char sb[N][8], rb[N][8], small[2], cb[8];
-	struct op s[N], r[N], rt = {0}, st = {0}, rc = {0}, p = {0};
-	memset(s, 0, sizeof(s));
-	memset(r, 0, sizeof(r));
-	char me[16];
-	size_t len = sizeof(me);
-	if (fi_getname(&ep->fid, me, &len) || fi_av_insert(av, me, 1, &self, 0, NULL) != 1)
-		DIE("own address");
-	for (int i = 0; i < N; i++)
-		fi_trecv(ep, rb[i], sizeof(rb[i]), NULL, self, 0x60 + (uint64_t)i, 0, &r[i]);
-	fi_trecv(ep, small, sizeof(small), NULL, self, 0x70, 0, &rt);
-	fi_trecv(ep, cb, sizeof(cb), NULL, self, 0x71, 0, &rc);
-	fi_cancel(&ep->fid, &rc);
-	for (int i = 0; i < N; i++) {
-		snprintf(sb[i], sizeof(sb[i]), "m%d", i);
-		if (fi_tsend(ep, sb[i], sizeof(sb[i]), NULL, self, 0x60 + (uint64_t)i, &s[i]))
-			DIE("fi_tsend");
-	}
-	if (fi_tsend(ep, "toolong", 8, NULL, self, 0x70, &st))
-		DIE("fi_tsend");
-	struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x72, .context = &p};
-	ssize_t rc_peek;
-	int again = 0;
-	while ((rc_peek = fi_trecvmsg(ep, &m, FI_PEEK)) == -FI_EAGAIN && again++ < 1000)
-		poll_cq();
-	CHECK(rc_peek == 0 && again > 0, "FI_PEEK returns -FI_EAGAIN while the CQ cannot take its report (%d times), "
-	      "then is accepted", again);
-	double end = now() + 10;
-	int all = 0;
-	while (!all && now() < end) {
-		poll_cq();
-		all = rt.done && st.done && rc.done && p.done;
-		for (int i = 0; i < N; i++)
-			all &= s[i].done && r[i].done;
-	}
-	settle(0.2); /* a duplicate would show now */
-	int ok = 1;
-	for (int i = 0; i < N; i++)
-		ok &= s[i].done == 1 && !s[i].err && r[i].done == 1 && !r[i].err && r[i].len == sizeof(rb[i]) &&
-		      r[i].tag == 0x60 + (uint64_t)i && !strcmp(rb[i], sb[i]);
-	CHECK(ok, "%d sends and receives each completed once, intact", N);
-	/* (omx reports the truncation to a sender to self as well: its status is not checked here) */
-	CHECK(rt.done == 1 && rt.err == FI_ETRUNC && rt.olen == 6 && st.done == 1,
-	      "truncated receive: one FI_ETRUNC error entry (done %d err %d olen %zu), its send completed once (done %d)",
-	      rt.done, rt.err, rt.olen, st.done);
-	CHECK(rc.done == 1 && rc.err == FI_ECANCELED, "cancelled receive: one FI_ECANCELED error entry (done %d err %d)",
-	      rc.done, rc.err);
-	CHECK(p.done == 1 && p.err == FI_ENOMSG, "peek of nothing: one FI_ENOMSG error entry (done %d err %d)", p.done,
-	      p.err);
-}
 
 int main(int argc, char **argv)
 {

@@ -399,6 +399,8 @@ struct omx_endpoint {
 	void *unexp_handler_ctx;
 	int in_handler;
 	pthread_t handler_thread;
+	int handlers_off;  /* being closed: the handler is not called any more (lock held) */
+	int close_claimed; /* omx_close_endpoint under way (omx__g.lock) */
 	int progression_disabled;
 	/* asynchronous progress (progress.c) */
 	pthread_t progress_tid;

@@ -834,17 +834,43 @@ int omx__endpoint_check(struct omx_endpoint *ep)
 	return 0;
 }
 
+/*
+ * The unexpected handler runs without the endpoint lock, possibly on another thread (the progress
+ * thread, or an application thread making progress) that returns into the endpoint afterwards:
+ * closing waits for its end and lets no other call start; from inside the handler itself it is
+ * refused. (It used to refuse whenever any thread was in the handler, so a close racing with the
+ * progress thread failed at random.)
+ */
+static int close_quiesce_handler(struct omx_endpoint *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	if (ep->in_handler && pthread_equal(ep->handler_thread, pthread_self())) {
+		pthread_mutex_unlock(&ep->lock);
+		return -1;
+	}
+	while (ep->in_handler)
+		pthread_cond_wait(&ep->cond, &ep->lock);
+	ep->handlers_off = 1;
+	pthread_mutex_unlock(&ep->lock);
+	return 0;
+}
+
 omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 {
 	pthread_mutex_lock(&omx__g.lock);
-	if (!omx__ep_live(ep) || !omx__endpoint_check(ep)) {
+	if (!omx__ep_live(ep) || !omx__endpoint_check(ep) || ep->close_claimed) {
 		pthread_mutex_unlock(&omx__g.lock);
 		return omx__error_global(OMX_BAD_ENDPOINT, "Closing endpoint");
 	}
-	if (ep->in_handler) {
+	ep->close_claimed = 1; /* a concurrent second close fails above */
+	pthread_mutex_unlock(&omx__g.lock);
+	if (close_quiesce_handler(ep) < 0) {
+		pthread_mutex_lock(&omx__g.lock);
+		ep->close_claimed = 0;
 		pthread_mutex_unlock(&omx__g.lock);
 		return omx__error(ep, OMX_NOT_SUPPORTED_IN_HANDLER, "Closing endpoint from the unexpected handler");
 	}
+	pthread_mutex_lock(&omx__g.lock);
 	omx_list_del(&ep->list_elt);
 	__atomic_store_n(&ep->magic, OMX_EP_DEAD, __ATOMIC_RELEASE);
 	int last_on_board = 1;

@@ -52,7 +52,7 @@ int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request
 int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
 			   const void *data)
 {
-	if (!ep->unexp_handler)
+	if (!ep->unexp_handler || ep->handlers_off)
 		return 0;
 	omx_endpoint_addr_t a;
 	omx__partner_to_addr(p, &a);

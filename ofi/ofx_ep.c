@@ -3,7 +3,6 @@
  * then do_send / do_recv), cancel, CM names, binding to an AV and CQs, enable, close, and
  * opening the omx endpoint behind each fi endpoint.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,12 +326,12 @@ static int ep_close(struct fid *fid)
 		cq_detach(ep->txcq, ep);
 	if (ep->rxcq)
 		cq_detach(ep->rxcq, ep);
-	/* Without the lock: the omx progress thread may be waiting for it in the handler, and omx
-	 * refuses to close while a handler runs (it returns at once now: try again). */
+	/* Without the lock: the omx progress thread may be waiting for it in the handler, and the
+	 * close waits for a handler running on another thread. (It is refused only from inside
+	 * the handler, which an application close never is.) */
 	dom_unlock(ep->dom);
 	if (ep->oep)
-		while (omx_close_endpoint(ep->oep) == OMX_NOT_SUPPORTED_IN_HANDLER)
-			sched_yield();
+		(void)omx_close_endpoint(ep->oep);
 	/* omx has dropped its requests (without completing them) and will not run the handler again:
 	 * every op left is ours alone, in a provider list or not. */
 	while (ep->live)

@@ -175,7 +175,12 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 		cq->err_head = e->next;
 		if (!cq->err_head)
 			cq->err_tail = NULL;
+		/* The provider has no error data (max_err_data 0): the application's err_data buffer
+		 * stays its own, with 0 bytes written to it (fi_cq(3), API 1.5 on). */
+		void *user_err_data = buf->err_data;
 		*buf = e->e;
+		buf->err_data = user_err_data;
+		buf->err_data_size = 0;
 		free(e);
 		ret = 1;
 	}

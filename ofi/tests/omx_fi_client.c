@@ -36,9 +36,15 @@ void poll_cq(void)
 	ssize_t n = fi_cq_readfrom(cq, e, 8, src);
 	if (n == -FI_EAVAIL) {
 		struct fi_cq_err_entry ee;
+		static char err_data[32];
 		memset(&ee, 0, sizeof(ee));
+		ee.err_data = err_data; /* the application's buffer: not to be replaced (fi_cq(3)) */
+		ee.err_data_size = sizeof(err_data);
 		if (fi_cq_readerr(cq, &ee, 0) == 1 && ee.op_context) {
 			struct op *o = ee.op_context;
+			if (ee.err_data != err_data || ee.err_data_size != 0) /* reported only when wrong */
+				CHECK(0, "error entry left the application's err_data buffer in place (size %zu)",
+				      ee.err_data_size);
 			o->done++; /* counted: a completion must come exactly once */
 			o->err = ee.err;
 			o->len = ee.len;

@@ -33,7 +33,8 @@
 # time (a cache line between them then costs 4-5x more on the VMs measured). Before and after each
 # run, a probe (local_pingpong shm: a flag's half round trip between CPU 0 and 1, ~10 ms) says
 # which; runs whose probe exceeds 3x the lowest of the invocation are left out of the medians
-# when a point has other runs (the line says how many), and each run's probe is on stderr.
+# when a point has other runs (the line says how many, or "ALL far apart" when no run was
+# near), and each run's probe is on stderr.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
@@ -73,11 +74,13 @@ for line in sys.stdin:
     probe = float(f[4]) if len(f) > 4 and f[4] else 0.0
     rows[int(f[0])].append((float(f[2]), float(f[3]), near > 0 and probe > 3 * near))
 for l in sorted(rows):
-    keep = [r for r in rows[l] if not r[2]] or rows[l]
+    near_rows = [r for r in rows[l] if not r[2]]
+    keep = near_rows or rows[l]
     lat = [r[0] for r in keep]; bw = [r[1] for r in keep]
-    far = len(rows[l]) - len(keep)
+    far = len(rows[l]) - len(near_rows)
+    note = (", %d far apart left out" % far if near_rows else ", ALL far apart") if far else ""
     print("%-18s %9d  %9.2f us  %9.1f MB/s  (%d runs%s, %.2f-%.2f us)" % (sys.argv[1], l, statistics.median(lat),
-          statistics.median(bw), len(keep), ", %d far apart left out" % far if far else "", min(lat), max(lat)))
+          statistics.median(bw), len(keep), note, min(lat), max(lat)))
 '
 LP=$BUILD/bench/local_pingpong
 RP=$BUILD/bench/ring_pingpong

@@ -3,7 +3,7 @@
  *
  * Server (receiver):  omx_perf [-b n] [-e n] [-s] [-w] [-y] [-v]
  * Client (sender):    omx_perf -d <hostname> [-r n] [-S n] [-E n] [-M n] [-I n] [-N n] [-W n]
- *                              [-P ms] [-a] [-U] [-Y] [-c file.csv|-] [-b n] [-e n] [-w] [-y] [-v]
+ *                              [-P ms] [-a] [-U] [-Y] [-T] [-c file.csv|-] [-b n] [-e n] [-w] [-y] [-v]
  *
  * Protocol (interoperable with the reference): the client connects with key 0x12345678 and
  * sends, with issend and match 0x1234567887654321, a 44-byte big-endian parameter block. The
@@ -42,7 +42,7 @@ static const char *prog = "omx_perf";
 struct perf_params {
 	uint32_t iter, warmup;
 	uint64_t min, max, multiplier, increment;
-	uint8_t align, unidir, sync;
+	uint8_t align, unidir, sync, touch;
 };
 
 static struct {
@@ -124,6 +124,9 @@ static void usage(FILE *f)
 		" -P <ms>\tpause between lengths in milliseconds [100]\n"
 		" -U\tunidirectional (replies are 0 bytes)\n"
 		" -Y\tsynchronous sends (issend)\n"
+		" -T\twrite a byte in every cache line of the send buffer before each send, both sides (as\n"
+		"\tan application that produced the data: it is then in the sender's cache, not the\n"
+		"\treceiver's; the stores are part of the timed round trip)\n"
 		" -c <file>\talso write CSV rows 'length,iterations,latency_us,bandwidth_MBps' to <file>\n"
 		"\t('-' = stdout; the other output then goes to stderr)\n"
 		"Lengths: start, then length*M+I (or I, else 1, after 0) while below the end length.\n"
@@ -184,6 +187,7 @@ static void params_encode(const struct perf_params *p, uint8_t b[PARAM_LEN])
 	b[40] = p->align;
 	b[41] = p->unidir;
 	b[42] = p->sync;
+	b[43] = p->touch;
 }
 
 static void params_decode(const uint8_t b[PARAM_LEN], struct perf_params *p)
@@ -197,6 +201,7 @@ static void params_decode(const uint8_t b[PARAM_LEN], struct perf_params *p)
 	p->align = b[40];
 	p->unidir = b[41];
 	p->sync = b[42];
+	p->touch = b[43]; /* 0 from the reference */
 }
 
 /* ---- length sequence ---- */
@@ -267,6 +272,14 @@ static omx_return_t complete(omx_endpoint_t ep, omx_request_t *req, omx_status_t
 	return r != OMX_SUCCESS ? r : st->code;
 }
 
+/* -T: dirty every line of the message in our cache, as its producer would have. */
+static void touch_lines(void *buf, size_t len, uint64_t i)
+{
+	volatile uint8_t *b = buf;
+	for (size_t o = 0; o < len; o += 64)
+		b[o] = (uint8_t)(i + o);
+}
+
 static omx_return_t do_send(omx_endpoint_t ep, void *buf, size_t len, omx_endpoint_addr_t dest, uint64_t match,
 			    int sync, omx_status_t *st)
 {
@@ -306,8 +319,9 @@ static void *alloc_buffer(uint64_t len, int align)
 static void print_params(const char *who, const struct perf_params *p)
 {
 	verbose("%s parameters: iter %" PRIu32 " warmup %" PRIu32 " min %" PRIu64 " max %" PRIu64
-		" multiplier %" PRIu64 " increment %" PRIu64 " align %u unidir %u sync %u\n",
-		who, p->iter, p->warmup, p->min, p->max, p->multiplier, p->increment, p->align, p->unidir, p->sync);
+		" multiplier %" PRIu64 " increment %" PRIu64 " align %u unidir %u sync %u touch %u\n",
+		who, p->iter, p->warmup, p->min, p->max, p->multiplier, p->increment, p->align, p->unidir, p->sync,
+		p->touch);
 }
 
 static const char *nic_text(uint64_t nic, char buf[OMX_BOARD_ADDR_STRLEN])
@@ -415,6 +429,8 @@ static int serve_one(omx_endpoint_t ep)
 			}
 			verbose("length %" PRIu64 " iteration %" PRIu64 ": received %" PRIu32 " bytes\n", len, i,
 				st.xfer_length);
+			if (p.touch && !p.unidir)
+				touch_lines(sbuf, (size_t)len, i);
 			r = do_send(ep, sbuf, p.unidir ? 0 : (size_t)len, client, PERF_MATCH, p.sync, &st);
 			if (r != OMX_SUCCESS) {
 				errmsg("length %" PRIu64 " iteration %" PRIu64 ": send failed: %s", len, i,
@@ -506,6 +522,8 @@ static int run_client(omx_endpoint_t ep, uint64_t dest_nic, FILE *csv)
 		if (p->warmup == 0)
 			start = now_us();
 		for (uint64_t i = 0; i < rounds; i++) {
+			if (p->touch)
+				touch_lines(sbuf, (size_t)len, i);
 			r = do_send(ep, sbuf, (size_t)len, server, PERF_MATCH, p->sync, &st);
 			if (r != OMX_SUCCESS) {
 				errmsg("length %" PRIu64 " iteration %" PRIu64 ": send failed: %s", len, i,
@@ -563,7 +581,7 @@ int main(int argc, char *argv[])
 
 	out = stdout;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:swyvd:r:aS:E:M:I:N:W:P:UYc:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:swyvd:r:aS:E:M:I:N:W:P:UYTc:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': opt.board = (uint32_t)parse_num('b', optarg, 255); break;
 		case 'e':
@@ -586,6 +604,7 @@ int main(int argc, char *argv[])
 		case 'P': opt.pause_ms = (uint32_t)parse_num('P', optarg, 3600000); client_only = 'P'; break;
 		case 'U': opt.p.unidir = 1; client_only = 'U'; break;
 		case 'Y': opt.p.sync = 1; client_only = 'Y'; break;
+		case 'T': opt.p.touch = 1; client_only = 'T'; break;
 		case 'c': opt.csv = optarg; client_only = 'c'; break;
 		case 'h':
 			usage(stdout);

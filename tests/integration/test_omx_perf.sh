@@ -206,6 +206,16 @@ SERVER_ARGS=(-w)
 run_pair "mtu1500-wait-sync-aligned" "" "${RUN_ARGS[@]}" -w -Y -a
 SERVER_ARGS=(-y)
 run_pair "mtu1500-unidir-yield" "" "${RUN_ARGS[@]}" -U -y
+# -T (an omx extension, parameter byte 43): the server must see it too (it writes its replies)
+SERVER_ARGS=(-v) # (a short run: -v traces every iteration)
+SAVED_LENGTHS=("${EXPECTED_LENGTHS[@]}")
+EXPECTED_LENGTHS=(65536 262144)
+ITER=5
+run_pair "mtu1500-touch" "" -S 65536 -E 262145 -M 4 -N 5 -W 1 -P 0 -T
+ITER=50
+EXPECTED_LENGTHS=("${SAVED_LENGTHS[@]}")
+check "mtu1500-touch: the server received the touch flag" \
+	grep -q "^Received parameters: .* touch 1$" "$TMP/mtu1500-touch.srv.err"
 
 # --- bad input ------------------------------------------------------------------------------
 

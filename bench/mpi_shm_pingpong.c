@@ -3,12 +3,14 @@
  * ranks 0 and 1 measured like omx_perf, so that Open MPI's shared-memory transport (vader, with
  * or without its CMA single copy) can be compared with omx on the same machine, in the same run.
  *
- *   mpirun -np 2 ... mpi_shm_pingpong <start> <end> <multiplier> <max-iterations> [-U]
+ *   mpirun -np 2 ... mpi_shm_pingpong <start> <end> <multiplier> <max-iterations> [-U] [-T]
  *
  * For each length from <start> (0 is followed by 1) while below <end>, times <multiplier>:
  * warmup round trips (a tenth of the iterations, at least 10), then the timed ones. Iterations
  * shrink for large lengths (about 1 GB moved per length, at least 20). Rank 1 answers with the
- * same length, or with 0 bytes with -U (unidirectional, like omx_perf -U).
+ * same length, or with 0 bytes with -U (unidirectional, like omx_perf -U). -T (like omx_perf -T):
+ * before each send, write a byte in every 64-byte line of the message, so that its data comes
+ * from the sender's cache as in an application that produced it (timed).
  * Output on rank 0 (CSV, the columns of omx_perf -c): length,iterations,latency_us,bandwidth_MBps
  * where latency is half a round trip and bandwidth counts both directions (one with -U).
  */
@@ -25,14 +27,18 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (argc < 5 || size != 2) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mpirun -np 2 %s <start> <end> <multiplier> <max-iterations> [-U]\n",
+			fprintf(stderr, "usage: mpirun -np 2 %s <start> <end> <multiplier> <max-iterations> [-U] [-T]\n",
 				argv[0]);
 		MPI_Finalize();
 		return 2;
 	}
 	unsigned long long start = strtoull(argv[1], NULL, 0), end = strtoull(argv[2], NULL, 0);
 	unsigned long long mult = strtoull(argv[3], NULL, 0), maxit = strtoull(argv[4], NULL, 0);
-	int unidir = argc > 5 && !strcmp(argv[5], "-U");
+	int unidir = 0, touch = 0;
+	for (int a = 5; a < argc; a++) {
+		unidir |= !strcmp(argv[a], "-U");
+		touch |= !strcmp(argv[a], "-T");
+	}
 	if (mult < 2)
 		mult = 2;
 	size_t largest = end > 1 ? (size_t)end : 1;
@@ -56,6 +62,9 @@ int main(int argc, char **argv)
 		for (unsigned long long i = 0; i < warm + iters; i++) {
 			if (i == warm)
 				t0 = MPI_Wtime();
+			if (touch)
+				for (int o = 0; o < (rank == 0 ? n : back); o += 64)
+					((volatile char *)sbuf)[o] = (char)(i + (unsigned long long)o);
 			if (rank == 0) {
 				MPI_Send(sbuf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
 				MPI_Recv(rbuf, back, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

@@ -20,7 +20,9 @@
 # built against an older library, for before/after comparisons).
 # Every mode runs the lengths of the omx_perf options (-S, -E, -M; -N iterations, at most 20000
 # for the baselines and shrinking with the length for them and for MPI, at least 20); with -U the
-# replies are empty and the bandwidth counts one direction (both otherwise), in every mode.
+# replies are empty and the bandwidth counts one direction (both otherwise), in every mode; -T
+# (omx_perf -T: the sender writes every line of its buffer before each send) applies to the omx
+# modes and the MPI ones (vader-*, ucx), not to the local baselines.
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
 # Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
 # PLACES ["any"]: any (not pinned), diff (the two processes pinned to cores 0 and 1), same (both
@@ -45,7 +47,7 @@ shift || true
 MODES=${MODES:-"shm twocopy frames"}
 PLACES=${PLACES:-any}
 # The omx_perf options that the other modes follow.
-S=0 E=4194305 M=2 N=1000 U=0
+S=0 E=4194305 M=2 N=1000 U=0 T=0
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
 	case ${args[i]} in
@@ -54,6 +56,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 	-M) M=${args[i + 1]} ;;
 	-N) N=${args[i + 1]} ;;
 	-U) U=1 ;;
+	-T) T=1 ;;
 	esac
 done
 LENGTHS=""
@@ -133,6 +136,7 @@ run_once() { # mode place run
 		[ "$place" = same ] && mca+=(--mca mpi_yield_when_idle 1)
 		local pp=("$MPIPP" "$S" "$E" "$M" "$N")
 		[ $U = 1 ] && pp+=(-U)
+		[ $T = 1 ] && pp+=(-T)
 		timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" -np 1 $(pin "$place" 0) "${pp[@]}" : \
 			-np 1 $(pin "$place" 1) "${pp[@]}" 2>/dev/null | grep -E '^[0-9]+,' >"$out"
 		return

@@ -127,6 +127,11 @@ FAIL=$OUT/failures.txt
 omx_netns_setup 2 1500 || die "cannot create the namespaces"
 PEERS=$OUT/peers
 omx_netns_peers_file "$PEERS" || die "cannot write the peers file"
+# Endpoint lock and counter files of each "host" in a directory of its own, removed at exit: the
+# veth MACs are new every run, so files in the default /dev/shm would pile up.
+LOCKDIR=$(mktemp -d /tmp/omx-bench-lock.XXXXXX) || die "mktemp failed"
+omx_at_exit "rm -rf '$LOCKDIR'"
+mkdir -p "$LOCKDIR/0" "$LOCKDIR/1"
 IP0=10.77.0.1
 IP1=10.77.0.2
 omx_ns_exec 0 ip addr add "$IP0/24" dev "${OMX_IF[0]}" || die "cannot set $IP0"
@@ -188,8 +193,8 @@ run_one() {
 	[ "$mode" = block ] && extra+=(-w)
 	case "$t" in
 	omx)
-		senv=(env OMX_PEERS="$PEERS" OMX_IFACES="${OMX_IF[1]}")
-		cenv=(env OMX_PEERS="$PEERS" OMX_IFACES="${OMX_IF[0]}")
+		senv=(env OMX_PEERS="$PEERS" OMX_IFACES="${OMX_IF[1]}" OMX_LOCK_DIR="$LOCKDIR/1")
+		cenv=(env OMX_PEERS="$PEERS" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$LOCKDIR/0")
 		if [ "$mode" = block ]; then
 			senv+=(OMX_SPIN_US=0)
 			cenv+=(OMX_SPIN_US=0)

@@ -70,13 +70,16 @@ omx_netns_peers_file "$PEERS" || die "cannot write the peers file"
 
 TO=()
 [ "$TIMEOUT" != 0 ] && TO=(timeout "$TIMEOUT")
-# Only the veth end of each namespace is attached; names come from the peers file.
+# Only the veth end of each namespace is attached; names come from the peers file. Each "host"
+# keeps its endpoint lock and counter files in its own directory under $TMP: the veth MACs are
+# new every run, so files in the default /dev/shm would pile up run after run.
+mkdir -p "$TMP/lock0" "$TMP/lock1" || die "cannot create the lock directories"
 envs=(env OMX_PEERS="$PEERS")
 [ -n "${OMX_WIRE_MODE:-}" ] && envs+=(OMX_WIRE_MODE="$OMX_WIRE_MODE")
 
 echo "omx-pingpong: ${OMX_HOSTNAME[1]} (${OMX_IF[1]} ${OMX_MAC[1]}) <-> ${OMX_HOSTNAME[0]} (${OMX_IF[0]} ${OMX_MAC[0]}), MTU $MTU" >&2
 
-omx_host_exec 1 "${envs[@]}" OMX_IFACES="${OMX_IF[1]}" "${TO[@]}" "$PERF" >"$TMP/server.log" 2>&1 &
+omx_host_exec 1 "${envs[@]}" OMX_IFACES="${OMX_IF[1]}" OMX_LOCK_DIR="$TMP/lock1" "${TO[@]}" "$PERF" >"$TMP/server.log" 2>&1 &
 SERVER=$!
 for ((t = 0; t < 100; t++)); do
 	grep -q '^Starting receiver' "$TMP/server.log" 2>/dev/null && break
@@ -91,7 +94,7 @@ fi
 
 # In the background so that Ctrl-C / SIGTERM interrupt the wait at once (the EXIT trap then
 # kills everything still running in the namespaces and removes them).
-omx_host_exec 0 "${envs[@]}" OMX_IFACES="${OMX_IF[0]}" "${TO[@]}" "$PERF" -d "${OMX_HOSTNAME[1]}:0" \
+omx_host_exec 0 "${envs[@]}" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock0" "${TO[@]}" "$PERF" -d "${OMX_HOSTNAME[1]}:0" \
 	-S 0 -E 4194305 -N 200 "$@" &
 CLIENT=$!
 wait "$CLIENT"

@@ -91,17 +91,7 @@ int main(void)
 	omx_endpoint_addr_t a2b, b2a;
 	struct omx_memnet *hub = unit_memnet_pair(&A, &B, &a2b);
 	omx_status_t st;
-	uint32_t res = 0;
-	omx_request_t c;
-	uint64_t na;
-	omx_board_number_to_nic_id(0, &na);
-	CHECK(omx_iconnect(B, na, 0, 1, 0, NULL, &c) == OMX_SUCCESS);
-	for (uint64_t end = omx_now_ns() + 10000000000ull; !res && omx_now_ns() < end;) {
-		omx_progress(A);
-		omx_test(B, &c, &st, &res);
-	}
-	CHECK(res && st.code == OMX_SUCCESS);
-	b2a = st.addr;
+	b2a = unit_memnet_connect(B, A, 0);
 
 	/* 1. A close from inside the handler is refused; A still works. */
 	omx_register_unexp_handler(A, handler_a, NULL);

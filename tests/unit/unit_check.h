@@ -71,10 +71,28 @@ static inline int wait_req(omx_endpoint_t ep, omx_request_t *req, omx_status_t *
 #include "open-mx.h"
 #include "core/testhooks.h"
 #include "net/net.h" /* omx_memnet_create, omx_now_ns */
+/* from's address of `to`, endpoint 0 (key 1) of board `board`: connect, progressing `to`, for at
+ * most 10 s; failures are counted. */
+static inline omx_endpoint_addr_t unit_memnet_connect(omx_endpoint_t from, omx_endpoint_t to, uint32_t board)
+{
+	uint64_t nic;
+	omx_board_number_to_nic_id(board, &nic);
+	omx_request_t c;
+	omx_status_t st;
+	uint32_t res = 0;
+	CHECK(omx_iconnect(from, nic, 0, 1, 0, NULL, &c) == OMX_SUCCESS);
+	for (uint64_t end = omx_now_ns() + 10000000000ull; !res && omx_now_ns() < end;) {
+		omx_progress(to);
+		omx_test(from, &c, &st, &res);
+	}
+	CHECK(res && st.code == OMX_SUCCESS);
+	return st.addr;
+}
+
 /* The threaded tests' set-up over the in-memory hub (configure the environment first): init,
  * endpoint 0 of board "mem0" in *a and of "mem1" in *b (key 1), errors returned, and *a2b, a's
- * address of b (connect, progressing b, for at most 10 s). Returns the hub (for
- * omx_memnet_destroy); failures are counted. */
+ * address of b (unit_memnet_connect). Returns the hub (for omx_memnet_destroy); failures are
+ * counted. */
 static inline struct omx_memnet *unit_memnet_pair(omx_endpoint_t *a, omx_endpoint_t *b, omx_endpoint_addr_t *a2b)
 {
 	struct omx_memnet *hub = omx_memnet_create();
@@ -83,18 +101,7 @@ static inline struct omx_memnet *unit_memnet_pair(omx_endpoint_t *a, omx_endpoin
 	omx_set_error_handler(NULL, OMX_ERRORS_RETURN);
 	CHECK(omx_open_endpoint(0, 0, 1, NULL, 0, a) == OMX_SUCCESS);
 	CHECK(omx_open_endpoint(1, 0, 1, NULL, 0, b) == OMX_SUCCESS);
-	uint64_t nb;
-	omx_board_number_to_nic_id(1, &nb);
-	omx_request_t c;
-	omx_status_t st;
-	uint32_t res = 0;
-	CHECK(omx_iconnect(*a, nb, 0, 1, 0, NULL, &c) == OMX_SUCCESS);
-	for (uint64_t end = omx_now_ns() + 10000000000ull; !res && omx_now_ns() < end;) {
-		omx_progress(*b);
-		omx_test(*a, &c, &st, &res);
-	}
-	CHECK(res && st.code == OMX_SUCCESS);
-	*a2b = st.addr;
+	*a2b = unit_memnet_connect(*a, *b, 1);
 	return hub;
 }
 #endif

@@ -170,13 +170,7 @@ bytes_moved() { # start end mult iters warmup unidir transport
 
 QUIET_WAIT=${OMX_BENCH_QUIET_WAIT:-120}
 # shellcheck source=lib_quiet.sh
-source "$HERE/lib_quiet.sh" # machine_busy, wait_quiet: an idle machine before each block
-
-# placement_probe: half round trip (us) of a shared-memory flag between CPU 0 and CPU 1, where
-# the two benchmark processes run ("-" if the probe failed).
-placement_probe() {
-	"$PROBE" shm 0 20000 echo 0,1 2>/dev/null | awk -F, 'NF >= 4 {v = $4} END {print (v == "" ? "-" : v)}'
-}
+source "$HERE/lib_quiet.sh" # machine_busy, wait_quiet (an idle machine before each block), placement_*
 
 SEQ=0
 # run_one RUN MTU TRANSPORT MODE PATTERN SIZE-ARGS...  (SIZE-ARGS: -S s -E e -M m -N n -W w)
@@ -214,7 +208,7 @@ run_one() {
 		;;
 	esac
 	local probe0 probe1
-	probe0=$(placement_probe)
+	probe0=$(placement_probe "$PROBE")
 	omx_host_exec 1 "${senv[@]}" taskset -c 1 "$CPURUN" "$L.srv.cpu" "${srv[@]}" >"$L.srv.log" 2>&1 &
 	local spid=$! i
 	for ((i = 0; i < 200; i++)); do
@@ -245,7 +239,7 @@ run_one() {
 	fi
 	wait "$spid" 2>/dev/null
 	local src=$?
-	probe1=$(placement_probe)
+	probe1=$(placement_probe "$PROBE")
 	if [ "$rc" != 0 ] || [ ! -s "$L.csv" ]; then
 		echo "$tag: client exit $rc: $(tail -n 2 "$L.cli.log" | tr '\n' ' ') server: $(tail -n 2 "$L.srv.log" | tr '\n' ' ')" |
 			tee -a "$FAIL" >&2
@@ -256,7 +250,7 @@ run_one() {
 		[ "$pat" != pingpong ] && u=1
 		read -r cu cs wall <"$L.cli.cpu"
 		read -r su ss _ <"$L.srv.cpu"
-		echo "$run,$mtu,$t,$mode,$pat,$s,$e,$(bytes_moved "$s" "$e" "$m" "$n" "$w" "$u" "$t"),$cu,$cs,$su,$ss,$wall,$(awk -v a="$mb0" -v b="$mb1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b - a) / hz}'),$(awk -v a="$probe0" -v b="$probe1" 'BEGIN{if (a == "-" || b == "-") print ""; else print (a + 0 > b + 0 ? a : b)}')" >>"$CPUCSV"
+		echo "$run,$mtu,$t,$mode,$pat,$s,$e,$(bytes_moved "$s" "$e" "$m" "$n" "$w" "$u" "$t"),$cu,$cs,$su,$ss,$wall,$(awk -v a="$mb0" -v b="$mb1" -v hz="$HZ" 'BEGIN{printf "%.2f", (b - a) / hz}'),$(placement_of "$probe0" "$probe1")" >>"$CPUCSV"
 	fi
 	return 0
 }

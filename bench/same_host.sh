@@ -171,18 +171,16 @@ run_once() { # mode place run
 		2>/dev/null | grep -E '^[0-9]+,' >"$out"
 	wait $srv
 }
-# placement_probe: a shared-memory flag's half round trip (us) between CPU 0 and CPU 1
-placement_probe() {
-	"$LP" shm 0 20000 echo 0,1 2>/dev/null | awk -F, 'NF >= 4 {v = $4} END {print v}'
-}
+# shellcheck source=lib_quiet.sh
+source "$HERE/lib_quiet.sh" # placement_probe, placement_of
 for ((r = 0; r < RUNS; r++)); do
 	for place in $PLACES; do
 		for mode in $MODES; do
 			p0="" p1=""
-			[ "$place" = diff ] && p0=$(placement_probe)
+			[ "$place" = diff ] && p0=$(placement_probe "$LP")
 			run_once "$mode" "$place" "$r" "$@"
-			[ "$place" = diff ] && p1=$(placement_probe)
-			p=$(awk -v a="$p0" -v b="$p1" 'BEGIN {if (a != "" && b != "") print (a + 0 > b + 0 ? a : b)}')
+			[ "$place" = diff ] && p1=$(placement_probe "$LP")
+			p=$(placement_of "$p0" "$p1")
 			echo "$p" >"$TMP/$mode@$place.$r.probe"
 			[ -n "$p" ] && echo "same_host: $mode@$place run $r: placement probe $p0 / $p1 us" >&2
 		done

@@ -35,8 +35,9 @@ for ((l = 1; l < 70000; l *= 2)); do EXPECTED_LENGTHS+=("$l"); done
 TOOL_TIMEOUT=120
 
 # Processes in a host: only that host's veth end attached, the common peers file.
-host_env() { # host_env I -> words for env(1)
-	echo "OMX_IFACES=${OMX_IF[$1]} OMX_PEERS=$PEERS"
+host_env() { # host_env I -> words for env(1); each host's lock files in $TMP, not /dev/shm
+	mkdir -p "$TMP/lock$1"
+	echo "OMX_IFACES=${OMX_IF[$1]} OMX_PEERS=$PEERS OMX_LOCK_DIR=$TMP/lock$1"
 }
 
 # --- output checks ------------------------------------------------------------------------

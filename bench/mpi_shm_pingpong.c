@@ -10,7 +10,10 @@
  * shrink for large lengths (about 1 GB moved per length, at least 20). Rank 1 answers with the
  * same length, or with 0 bytes with -U (unidirectional, like omx_perf -U). -T (like omx_perf -T):
  * before each send, write a byte in every 64-byte line of the message, so that its data comes
- * from the sender's cache as in an application that produced it (timed).
+ * from the sender's cache as in an application that produced it (timed). Rank 1 writes its reply
+ * after the request arrived, as omx_perf's server does (until stop 22 it wrote it before its
+ * receive, in the shadow of rank 0's writing and sending: one write of the message per round
+ * trip was not timed, in the MPI modes only).
  * Output on rank 0 (CSV, the columns of omx_perf -c): length,iterations,latency_us,bandwidth_MBps
  * where latency is half a round trip and bandwidth counts both directions (one with -U).
  */
@@ -18,6 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* -T: dirty every line of the message in our cache, as its producer would have. */
+static void touch_lines(char *buf, int len, unsigned long long i)
+{
+	for (int o = 0; o < len; o += 64)
+		((volatile char *)buf)[o] = (char)(i + (unsigned long long)o);
+}
 
 int main(int argc, char **argv)
 {
@@ -62,14 +72,17 @@ int main(int argc, char **argv)
 		for (unsigned long long i = 0; i < warm + iters; i++) {
 			if (i == warm)
 				t0 = MPI_Wtime();
-			if (touch)
-				for (int o = 0; o < (rank == 0 ? n : back); o += 64)
-					((volatile char *)sbuf)[o] = (char)(i + (unsigned long long)o);
 			if (rank == 0) {
+				if (touch)
+					touch_lines(sbuf, n, i);
 				MPI_Send(sbuf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
 				MPI_Recv(rbuf, back, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 			} else {
 				MPI_Recv(rbuf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				/* The reply is produced after the request arrives, as omx_perf's server does:
+				 * writing it before the receive would hide its cost behind rank 0's. */
+				if (touch)
+					touch_lines(sbuf, back, i);
 				MPI_Send(sbuf, back, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
 			}
 		}

@@ -82,6 +82,7 @@ struct omx_config {
 	/* same-host path (shared.c, net/local.c, shm/) */
 	int shared_disabled;          /* OMX_DISABLE_SHARED: frames over Unix sockets only */
 	int shared_single_copy;       /* OMX_SHARED_SINGLE_COPY: process_vm_readv for large messages */
+	uint32_t shared_coop_chunk;   /* OMX_SHARED_COOP_CHUNK: senders help single copies; 0 = never */
 	uint64_t shared_nt_threshold; /* OMX_SHARED_NT_THRESHOLD: non-temporal copies from this size */
 	uint32_t shared_ring_kb;      /* OMX_SHARED_RING_KB: receive ring per endpoint; 0 = auto */
 };
@@ -390,6 +391,8 @@ struct omx_endpoint {
 	uint32_t large_sends;
 	uint32_t pullable_sends; /* large sends the receiver may pull from us (atomic: the progress
 				    thread reads it without the lock) */
+	uint32_t coop_exports;   /* single-copy exports whose receiver may ask for our help (shared.c) */
+	uint64_t coop_mask[OMX_REGION_MAX / 64]; /* their regions */
 	uint64_t xfer_active_ns; /* last step of a large transfer (RNDV, PULL, reply): omx__wait */
 	struct omx_pull *pulls[OMX_PULL_SLOTS];
 	uint32_t pull_gen[OMX_PULL_SLOTS];
@@ -598,12 +601,14 @@ int omx__partner_shared(const struct omx_partner *p);
 void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */
 int omx__shared_export(union omx_request *r); /* 1: a same-host receiver can copy it directly */
 void omx__shared_unexport(struct omx_endpoint *ep, int region);
+void omx__shared_coop_serve(struct omx_endpoint *ep); /* our part of our receivers' single copies */
 int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/complete remain */
 /* "Shared communication: ..." (one line, no newline) saying which same-host mode endpoints of
  * this process use; returns snprintf's count. For omx_info (forks once to probe
  * process_vm_readv between processes). */
 int omx__shared_mode_string(char *buf, size_t len);
-void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled);
+void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled,
+			uint64_t *coop_written);
 void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now);
 
 /* board.c: host query/reply and periodic queries */

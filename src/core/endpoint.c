@@ -306,6 +306,8 @@ void omx__progress(struct omx_endpoint *ep)
 	for (int i = 0; ep->local && i < 16; i++)
 		if (ep->local->ops->recv_burst(ep->local, omx__recv_frame_local, ep, 64) < 64)
 			break;
+	if (ep->coop_exports)
+		omx__shared_coop_serve(ep);
 	/* Every timer is milliseconds long and compared with now_ns, which moves at most every
 	 * OMX_CLOCK_POLLS passes: a pass with the same now_ns as the last look finds nothing newly
 	 * due (a busy-polling pass is mostly this section otherwise). */
@@ -909,15 +911,15 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	pthread_mutex_unlock(&omx__g.lock);
 	if (ep->local && omx__cfg.verbose) {
 		struct omx_net_local_stats ls;
-		uint64_t sc, sb, fb, pl;
+		uint64_t sc, sb, fb, pl, cw;
 		omx_net_local_stats(ep->local, &ls);
-		omx__shared_stats(&sc, &sb, &fb, &pl);
+		omx__shared_stats(&sc, &sb, &fb, &pl, &cw);
 		omx__verbose("endpoint %u same-host summary: %llu frames through shared memory, %llu over the socket, "
 			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull, "
-			     "%llu pulled as the sender chose\n",
+			     "%llu pulled as the sender chose, %llu bytes written for receivers' single copies\n",
 			     ep->endpoint_index, (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
 			     (unsigned long long)ls.ring_skipped, (unsigned long long)sc, (unsigned long long)sb,
-			     (unsigned long long)fb, (unsigned long long)pl);
+			     (unsigned long long)fb, (unsigned long long)pl, (unsigned long long)cw);
 	}
 	endpoint_free(ep);
 	return OMX_SUCCESS;

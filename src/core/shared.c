@@ -28,6 +28,7 @@
 
 static struct {
 	uint64_t single_copies, single_copy_bytes, fallbacks;
+	uint64_t coop_written_bytes; /* by us, into our receivers' buffers */
 	uint64_t pulled; /* rendezvous the sender offered for pulling only (its policy) */
 	int denied; /* errno of the first EPERM-like failure: single copy abandoned */
 } stats;
@@ -44,7 +45,7 @@ static void policy_resolve_once(void)
 		return;
 	calib_err = omx_copy_calibrate(&calib);
 	uint32_t rndv, min;
-	omx_copy_policy(&calib, &rndv, &min);
+	omx_copy_policy(&calib, c->shared_coop_chunk != 0, &rndv, &min);
 	if (c->shared_rndv_auto) {
 		if (rndv < OMX_SMALL_MAX)
 			rndv = OMX_SMALL_MAX;
@@ -72,6 +73,18 @@ int omx__partner_shared(const struct omx_partner *p)
 	return peer && peer->local_board >= 0;
 }
 
+/* The chunks of a cooperative single copy of len bytes (0: none): a quarter of the message, at
+ * least 64 KiB and at most OMX_SHARED_COOP_CHUNK. Each chunk is a process_vm_readv/writev call
+ * (~1.3 us to enter on the AMD VM), so small chunks are dear on large messages (1 MiB in 64 KiB
+ * chunks: 75 us, in 256 KiB: 60), and large ones leave one side idle at the end on small
+ * messages (256 KiB: 27 us in 64 KiB chunks, 39 without cooperation). */
+static uint32_t coop_chunk(uint64_t len)
+{
+	uint32_t max = omx__cfg.shared_coop_chunk, min = max < (64u << 10) ? max : 64u << 10;
+	uint64_t c = len / 4 < min ? min : len / 4 > max ? max : len / 4;
+	return max && len >= 2 * c ? (uint32_t)c : 0;
+}
+
 int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
@@ -95,9 +108,16 @@ int omx__shared_export(union omx_request *r)
 		iov[i].iov_len = r->s.segs[i].len;
 	}
 	/* More segments than an export holds: exported as invalid, the receiver pulls. */
-	int e = omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)r->s.u.send.region, r->s.u.send.region_seqnum,
-			       iov, n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
-	return e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
+	int region = r->s.u.send.region;
+	int e = omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)region, r->s.u.send.region_seqnum, iov,
+			       n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
+	int single = e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
+	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve). */
+	if (single && coop_chunk(r->s.total_len) && !(ep->coop_mask[region / 64] & 1ull << (region % 64))) {
+		ep->coop_mask[region / 64] |= 1ull << (region % 64);
+		ep->coop_exports++;
+	}
+	return single;
 }
 
 void omx__shared_unexport(struct omx_endpoint *ep, int region)
@@ -105,6 +125,33 @@ void omx__shared_unexport(struct omx_endpoint *ep, int region)
 	struct omx_shm_ring *own = ep->local ? omx_net_local_own_ring(ep->local) : NULL;
 	if (own && region >= 0 && region < OMX_REGION_MAX)
 		omx_shm_unexport(own, (uint8_t)region);
+	if (region >= 0 && region < OMX_REGION_MAX && ep->coop_mask[region / 64] & 1ull << (region % 64)) {
+		ep->coop_mask[region / 64] &= ~(1ull << (region % 64));
+		ep->coop_exports--;
+	}
+}
+
+/* From progression, while some of our large sends are exported for single copy: write our part
+ * of those whose receivers opened them for cooperation (shm/export.c), then forget them. */
+void omx__shared_coop_serve(struct omx_endpoint *ep)
+{
+	struct omx_shm_ring *own = omx_net_local_own_ring(ep->local);
+	uint64_t written = 0;
+	for (int w = 0; w < OMX_REGION_MAX / 64 && ep->coop_exports; w++) {
+		for (uint64_t bits = ep->coop_mask[w]; bits; bits &= bits - 1) {
+			int region = w * 64 + __builtin_ctzll(bits);
+			union omx_request *r = ep->regions[region].req;
+			uint32_t chunk = r ? coop_chunk(r->s.total_len) : 0;
+			if (omx_shm_coop_serve(own, (uint8_t)region, chunk, &written) == 0)
+				continue;
+			ep->coop_mask[w] &= ~(1ull << (region % 64));
+			ep->coop_exports--;
+		}
+	}
+	if (written) {
+		__atomic_fetch_add(&stats.coop_written_bytes, written, __ATOMIC_RELAXED);
+		omx__count_add(ep->board, OMX_C_X_COOP_WRITTEN_BYTES, written);
+	}
 }
 
 int omx__shared_single_copy(union omx_request *r)
@@ -125,7 +172,8 @@ int omx__shared_single_copy(union omx_request *r)
 		iov[i].iov_base = r->s.segs[i].ptr;
 		iov[i].iov_len = r->s.segs[i].len;
 	}
-	int e = omx_shm_single_copy(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum, iov, r->s.nseg, X);
+	int e = omx_shm_single_copy(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum, iov, r->s.nseg, X,
+				    coop_chunk(X));
 	if (iov != stack)
 		free(iov);
 	if (e == 0) {
@@ -205,9 +253,12 @@ int omx__shared_mode_string(char *buf, size_t len)
 	if (!calib_err)
 		snprintf(measured, sizeof(measured), " (measured here: process_vm_readv %.0f ns + %.0f ns/KiB, memcpy %.0f ns/KiB)",
 			 calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib);
-	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, single copy from %u B%s%s, non-temporal copies from %llu B%s%s%s",
+	char coop[64] = ", senders do not help (OMX_SHARED_COOP_CHUNK=0)";
+	if (omx__cfg.shared_coop_chunk)
+		snprintf(coop, sizeof(coop), ", senders help in chunks of up to %u KiB", omx__cfg.shared_coop_chunk >> 10);
+	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, single copy from %u B%s%s%s, non-temporal copies from %llu B%s%s%s",
 		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", omx__cfg.shared_single_copy_min,
-		 omx__cfg.shared_single_copy_min_auto ? " (auto)" : "", measured,
+		 omx__cfg.shared_single_copy_min_auto ? " (auto)" : "", measured, coop,
 		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",
 		 *hw ? ", " : "", hw);
 	if (!omx__cfg.shared_single_copy)
@@ -225,8 +276,10 @@ int omx__shared_mode_string(char *buf, size_t len)
 			yama == 1 ? ", two-copy fallback for peers Yama ptrace_scope=1 protects" : "", cfg);
 }
 
-void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled)
+void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled,
+			uint64_t *coop_written)
 {
+	*coop_written = __atomic_load_n(&stats.coop_written_bytes, __ATOMIC_RELAXED);
 	*pulled = __atomic_load_n(&stats.pulled, __ATOMIC_RELAXED);
 	*single_copies = __atomic_load_n(&stats.single_copies, __ATOMIC_RELAXED);
 	*bytes = __atomic_load_n(&stats.single_copy_bytes, __ATOMIC_RELAXED);

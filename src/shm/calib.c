@@ -95,11 +95,15 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
  * cma_fixed + L * cma_per_byte <= PULL_EXTRA + 2.5 * L * memcpy_per_byte. The memcpy figure is
  * in-cache: past a few MiB it no longer predicts a pull, and there the single copy (one pass over
  * the data, fewer lines evicted) was at least even on both VMs, so the answer never exceeds
- * SINGLE_COPY_CAP.
+ * SINGLE_COPY_CAP, or COOP_SINGLE_COPY_CAP when senders help (export.c): the cooperative copy
+ * beat pulls from 1 MiB on the AMD VM with the vCPUs near each other (66 against 73 us, 2 MiB
+ * 143 against 216, 8 runs each, buffers written before each send), and from 256 KiB or less
+ * far apart (1 MiB 228 against 563); pulls kept 256-512 KiB near (18.6 against 29.2 us).
  */
 #define PULL_EXTRA_NS 1000.0
 #define TWO_COPY_FACTOR 2.5
 #define SINGLE_COPY_CAP (4u << 20)
+#define COOP_SINGLE_COPY_CAP (1u << 20)
 #define RNDV_FLOOR 4096u
 /* Eager mediums through the ring against pulls, AMD VM: 8 KiB 1.27 against 2.25 us, 16 KiB 2.0
  * against 3.0, even from 32 to 128 KiB; past 32 KiB the rendezvous wins on memory (an
@@ -122,7 +126,7 @@ static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
  */
 #define CMA_DEAR_FIXED_NS 1000.0
 
-void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, uint32_t *single_copy_min)
+void omx_copy_policy(const struct omx_copy_calib *c, int coop, uint32_t *rndv_threshold, uint32_t *single_copy_min)
 {
 	if (!c->ok || c->cma_fixed_ns < CMA_DEAR_FIXED_NS) { /* the historical defaults */
 		*rndv_threshold = RNDV_FLOOR;
@@ -130,8 +134,8 @@ void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, u
 		return;
 	}
 	/* The smallest power of two from which the single copy wins at every size up to the cap. */
-	uint32_t from = SINGLE_COPY_CAP;
-	for (uint32_t len = SINGLE_COPY_CAP; len >= RNDV_FLOOR && single_copy_wins(c, len); len /= 2)
+	uint32_t cap = coop ? COOP_SINGLE_COPY_CAP : SINGLE_COPY_CAP, from = cap;
+	for (uint32_t len = cap; len >= RNDV_FLOOR && single_copy_wins(c, len); len /= 2)
 		from = len;
 	*single_copy_min = from <= RNDV_FLOOR ? 0 : from;
 	/* Below the single copy's range eager messages beat pulls (one exchange, the same two

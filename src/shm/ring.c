@@ -31,61 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shm/shm.h"
+#include "shm/ring_layout.h"
 
-#define RING_MAGIC 0x524d584fu /* "OXMR" */
-#define RING_VERSION 2u /* 2: export entries on their own cache lines */
 #define STALL_NS 1000000000ull
 #define TAIL_CHECK 1024u
-
-/* A receiver reads an entry right after the RNDV that names it, from the sender's cache: aligned,
- * the header and the first two segments (most exports) are one line, one transfer. */
-struct export_ent {
-	uint32_t gen; /* seqlock: odd while being rewritten */
-	uint32_t valid;
-	uint32_t pid;
-	uint32_t seqnum;
-	uint32_t nseg;
-	uint32_t pad;
-	uint64_t total;
-	uint64_t seg[OMX_SHM_EXPORT_SEGS][2]; /* address, length */
-} __attribute__((aligned(64)));
-
-struct ring_hdr {
-	uint32_t magic, version;
-	uint32_t slot_bytes, slot_count, slot_stride;
-	uint32_t owner_pid, session;
-	uint32_t closed;
-	uint64_t slots_off, file_size;
-	uint64_t skipped;
-	uint32_t waiting __attribute__((aligned(64)));
-	uint32_t sock_hint; /* bumped by producers that sent a frame to the owner's socket instead */
-	uint64_t tail __attribute__((aligned(64)));
-	uint64_t head __attribute__((aligned(64)));
-	struct export_ent exports[OMX_SHM_EXPORTS] __attribute__((aligned(64)));
-};
-
-struct slot {
-	uint64_t seq;
-	uint32_t len;
-	uint32_t pid;
-	uint8_t data[];
-};
-
-struct omx_shm_ring {
-	int fd;
-	int own;
-	struct ring_hdr *h;
-	size_t map_len;
-	uint8_t *slots;
-	uint32_t mask, stride, slot_bytes;
-	uint32_t pid; /* ours, written in the slots we claim */
-	char path[160];
-	/* consumer */
-	uint64_t head;
-	uint64_t stall_since;
-	uint32_t empty_polls;
-};
 
 const char *omx_shm_dir(void)
 {
@@ -230,8 +179,10 @@ struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint,
 	r->slot_bytes = slot_bytes;
 	for (uint32_t i = 0; i < count; i++)
 		slot_at(r, i)->seq = i;
-	for (uint32_t i = 0; i < OMX_SHM_EXPORTS; i++)
+	for (uint32_t i = 0; i < OMX_SHM_EXPORTS; i++) {
 		h->exports[i].seqnum = UINT32_MAX; /* no use named yet */
+		h->exports[i].coop = COOP_NONE;
+	}
 	__atomic_store_n(&h->magic, RING_MAGIC, __ATOMIC_RELEASE);
 
 	/* A previous file of the slot: its owner must be gone (we hold the endpoint slot); take its
@@ -551,139 +502,4 @@ uint32_t omx_shm_ring_hint(struct omx_shm_ring *r)
 uint64_t omx_shm_ring_skipped(struct omx_shm_ring *r)
 {
 	return __atomic_load_n(&r->h->skipped, __ATOMIC_RELAXED);
-}
-
-/* ---- exports and the single copy ---- */
-
-int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const struct iovec *segs, unsigned nseg,
-		   uint64_t total)
-{
-	struct export_ent *e = &own->h->exports[id];
-	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
-	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
-	int ok = segs && nseg <= OMX_SHM_EXPORT_SEGS;
-	__atomic_store_n(&e->valid, (uint32_t)ok, __ATOMIC_RELEASE);
-	/* Invalid entries name their use too: the receiver tells "pull this one" from a stale entry. */
-	__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELEASE);
-	if (ok) {
-		__atomic_store_n(&e->pid, own->pid, __ATOMIC_RELEASE); /* cached: no system call per export */
-		__atomic_store_n(&e->nseg, nseg, __ATOMIC_RELEASE);
-		__atomic_store_n(&e->total, total, __ATOMIC_RELEASE);
-		for (unsigned i = 0; i < nseg; i++) {
-			__atomic_store_n(&e->seg[i][0], (uint64_t)(uintptr_t)segs[i].iov_base, __ATOMIC_RELEASE);
-			__atomic_store_n(&e->seg[i][1], (uint64_t)segs[i].iov_len, __ATOMIC_RELEASE);
-		}
-	}
-	__atomic_store_n(&e->gen, g + 2u, __ATOMIC_RELEASE);
-	return ok ? 0 : -E2BIG;
-}
-
-void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id)
-{
-	struct export_ent *e = &own->h->exports[id];
-	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
-	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->valid, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&e->seqnum, UINT32_MAX, __ATOMIC_RELEASE); /* names no use: -ENOENT, not "pull" */
-	__atomic_store_n(&e->gen, g + 2u, __ATOMIC_RELEASE);
-}
-
-#define CMA_IOV 64
-
-int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, const struct iovec *dst,
-			unsigned ndst, uint64_t len)
-{
-	struct export_ent *e = &peer->h->exports[id];
-	uint64_t seg[OMX_SHM_EXPORT_SEGS][2];
-	uint32_t g1 = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
-	if (g1 & 1u)
-		return -ENOENT;
-	uint32_t valid = __atomic_load_n(&e->valid, __ATOMIC_ACQUIRE);
-	uint32_t pid = __atomic_load_n(&e->pid, __ATOMIC_ACQUIRE);
-	uint32_t sn = __atomic_load_n(&e->seqnum, __ATOMIC_ACQUIRE);
-	uint32_t nseg = __atomic_load_n(&e->nseg, __ATOMIC_ACQUIRE);
-	uint64_t total = __atomic_load_n(&e->total, __ATOMIC_ACQUIRE);
-	if (nseg > OMX_SHM_EXPORT_SEGS)
-		return -ENOENT;
-	for (uint32_t i = 0; i < nseg; i++) {
-		seg[i][0] = __atomic_load_n(&e->seg[i][0], __ATOMIC_ACQUIRE);
-		seg[i][1] = __atomic_load_n(&e->seg[i][1], __ATOMIC_ACQUIRE);
-	}
-	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g1 || sn != seqnum)
-		return -ENOENT;
-	if (!valid)
-		return -ENODATA; /* exported to be pulled */
-	if (total < len || !pid)
-		return -ENOENT;
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < nseg; i++)
-		sum += seg[i][1];
-	if (sum < len)
-		return -ENOENT;
-
-	/* Walk both segment lists, CMA_IOV iovecs a call, advancing by what each call moved. */
-	unsigned li = 0, ri = 0;
-	size_t loff = 0, roff = 0;
-	uint64_t done = 0;
-	while (done < len) {
-		struct iovec lv[CMA_IOV], rv[CMA_IOV];
-		unsigned nl = 0, nr = 0;
-		uint64_t want = len - done, lsum = 0, rsum = 0;
-		for (unsigned i = li; i < ndst && nl < CMA_IOV && lsum < want; i++) {
-			size_t o = i == li ? loff : 0;
-			size_t n = dst[i].iov_len - o;
-			if (n > want - lsum)
-				n = (size_t)(want - lsum);
-			if (!n)
-				continue;
-			lv[nl].iov_base = (uint8_t *)dst[i].iov_base + o;
-			lv[nl++].iov_len = n;
-			lsum += n;
-		}
-		for (unsigned i = ri; i < nseg && nr < CMA_IOV && rsum < lsum; i++) {
-			size_t o = i == ri ? roff : 0;
-			size_t n = (size_t)seg[i][1] - o;
-			if (n > lsum - rsum)
-				n = (size_t)(lsum - rsum);
-			if (!n)
-				continue;
-			rv[nr].iov_base = (void *)(uintptr_t)(seg[i][0] + o);
-			rv[nr++].iov_len = n;
-			rsum += n;
-		}
-		if (!nl || !nr)
-			return -EFAULT;
-		ssize_t got = process_vm_readv((pid_t)pid, lv, nl, rv, nr, 0);
-		if (got < 0)
-			return errno == EINTR ? -EINTR : -errno;
-		if (got == 0)
-			return -EFAULT;
-		done += (uint64_t)got;
-		/* advance both cursors by got */
-		size_t left = (size_t)got;
-		while (left && li < ndst) {
-			size_t n = dst[li].iov_len - loff;
-			if (n > left) {
-				loff += left;
-				left = 0;
-			} else {
-				left -= n;
-				li++;
-				loff = 0;
-			}
-		}
-		left = (size_t)got;
-		while (left && ri < nseg) {
-			size_t n = (size_t)seg[ri][1] - roff;
-			if (n > left) {
-				roff += left;
-				left = 0;
-			} else {
-				left -= n;
-				ri++;
-				roff = 0;
-			}
-		}
-	}
-	return 0;
 }

@@ -68,9 +68,17 @@ void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id);
 /* Single copy (receiver side): read `len` bytes of region (id, seqnum) exported in the peer ring
  * into dst. 0 on success; -ENODATA exported to be pulled (too many segments, or the sender's
  * policy: smaller than its single-copy minimum); -ENOENT no such export (changed, withdrawn), -EPERM /
- * -ESRCH / -EFAULT from process_vm_readv (the caller falls back to pulling). */
+ * -ESRCH / -EFAULT from process_vm_readv (the caller falls back to pulling).
+ * coop_chunk (0: off): from two chunks on, the sender may copy part of the message into dst
+ * itself (omx_shm_coop_serve), chunk by chunk, while we read the rest (export.c); dst must then
+ * stay valid until the call returns, which it does only when the sender is done with it. */
 int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, const struct iovec *dst,
-			unsigned ndst, uint64_t len);
+			unsigned ndst, uint64_t len, uint32_t coop_chunk);
+/* Sender side of the cooperative copy, for export id of our ring: if its receiver opened it,
+ * write chunks of `chunk` bytes from the back of the message into the receiver's buffer
+ * (process_vm_writev) until the two meet, adding the bytes written to *written. 0: not opened
+ * yet (look again later); 1: nothing (more) for us to do with this use of the export. */
+int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uint64_t *written);
 
 /* ---- copy engines ---- */
 enum omx_copy_engine { OMX_COPY_CPU = 0, OMX_COPY_NT = 1, OMX_COPY_HW = 2 };
@@ -98,8 +106,9 @@ struct omx_copy_calib {
 int omx_copy_calibrate(struct omx_copy_calib *c);
 /* From a calibration: same-host messages above *rndv_threshold use the rendezvous, and of those,
  * messages of at least *single_copy_min bytes are read with process_vm_readv (0: all of them),
- * smaller ones pulled through the ring. */
-void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, uint32_t *single_copy_min);
+ * smaller ones pulled through the ring. coop: senders help with large single copies
+ * (OMX_SHARED_COOP_CHUNK), which makes them pay from smaller sizes. */
+void omx_copy_policy(const struct omx_copy_calib *c, int coop, uint32_t *rndv_threshold, uint32_t *single_copy_min);
 
 /* CLOCK_MONOTONIC in nanoseconds (this layer's clock: stall deadlines, calibration). */
 uint64_t omx_shm_now_ns(void);

@@ -23,7 +23,7 @@ run1() { omx_host_exec 1 env $(omx_env 1) OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "
 rings() { find "$TMP/shm" -name '*.ring' | wc -l; }
 # summary NAME FIELD: a number from the "same-host summary" line an endpoint prints at close
 summary() {
-	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks to pull, \([0-9]*\) pulled as.*/\1 \2 \3 \4 \5 \6/p" \
+	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks to pull, \([0-9]*\) pulled as the sender chose, \([0-9]*\) bytes written for.*/\1 \2 \3 \4 \5 \6 \7/p" \
 		"$TMP/$1.log" | tail -n 1 | cut -d' ' -f"$2"
 }
 # The single copy from the rendezvous threshold on, whatever this machine's measured policy
@@ -83,8 +83,22 @@ sc=$(summary random.a 4)
 fb=$(summary random.a 5)
 check "large messages were copied once with process_vm_readv ($sc single copies, $fb fallbacks)" \
 	test "${sc:-0}" -gt 0 -a "${fb:-1}" = 0
+cw=$(( $(summary random.a 7) + $(summary random.b 7) ))
+check "senders wrote part of the large single copies into their receivers' buffers ($cw bytes)" test "$cw" -gt 0
 fr=$(summary random.a 1)
 check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:-0}" -gt 0
+
+# --- single copies without the senders' help, and with many small chunks ---------------------
+PAIR_ENV=("${ALWAYS_ONE_COPY[@]}" OMX_SHARED_COOP_CHUNK=0)
+check "senders not helping (OMX_SHARED_COOP_CHUNK=0): random sizes up to 4 MiB intact" \
+	pair nocoop -n "$N" -m 4194304 -w 16
+cw=$(( $(summary nocoop.a 7) + $(summary nocoop.b 7) ))
+sc=$(summary nocoop.a 4)
+check "senders not helping: single copies ($sc) and no byte written by a sender ($cw)" test "${sc:-0}" -gt 0 -a "$cw" = 0
+PAIR_ENV=("${ALWAYS_ONE_COPY[@]}" OMX_SHARED_COOP_CHUNK=4096)
+check "senders helping in 4 KiB chunks: random sizes up to 4 MiB intact" pair coop4k -n "$N" -m 4194304 -w 16
+cw=$(( $(summary coop4k.a 7) + $(summary coop4k.b 7) ))
+check "senders helping in 4 KiB chunks wrote part of the data ($cw bytes)" test "$cw" -gt 0
 
 # --- the sender's choice: pulls below the single-copy minimum -----------------------------
 PAIR_ENV=(OMX_SHARED_RNDV_THRESHOLD=4096 OMX_SHARED_SINGLE_COPY_MIN=1048576)

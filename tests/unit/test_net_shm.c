@@ -317,23 +317,23 @@ static void single_copy(void)
 		size_t total = A + B - 1; /* receive buffer smaller: truncated */
 		uint8_t *d = calloc(1, total + 10);
 		struct iovec dst[3] = { { d, 1000 }, { d + 1000, 500000 }, { d + 501000, total - 501000 } };
-		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total) == 0);
+		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total, 0) == 0);
 		int bad = 0;
 		for (size_t i = 0; i < total; i++)
 			bad += d[i] != (uint8_t)(i * 7);
 		CHECK(bad == 0 && d[total] == 0);
-		CHECK(omx_shm_single_copy(peer, 7, 6, dst, 3, total) == -ENOENT); /* other use of the region */
-		CHECK(omx_shm_single_copy(peer, 8, 5, dst, 3, total) == -ENOENT); /* nothing exported */
+		CHECK(omx_shm_single_copy(peer, 7, 6, dst, 3, total, 0) == -ENOENT); /* other use of the region */
+		CHECK(omx_shm_single_copy(peer, 8, 5, dst, 3, total, 0) == -ENOENT); /* nothing exported */
 		struct iovec big = { d, total + 10 };
-		CHECK(omx_shm_single_copy(peer, 7, 5, &big, 1, A + B + 1) == -ENOENT); /* more than exported */
+		CHECK(omx_shm_single_copy(peer, 7, 5, &big, 1, A + B + 1, 0) == -ENOENT); /* more than exported */
 		(void)!write(to_child[1], "u", 1);
 		CHECK(read(to_parent[0], &c, 1) == 1);
-		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total) == -ENOENT); /* withdrawn */
-		CHECK(omx_shm_single_copy(peer, 7, 9, dst, 3, total) == -ENOENT); /* not that use yet */
+		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total, 0) == -ENOENT); /* withdrawn */
+		CHECK(omx_shm_single_copy(peer, 7, 9, dst, 3, total, 0) == -ENOENT); /* not that use yet */
 		(void)!write(to_child[1], "p", 1);
 		CHECK(read(to_parent[0], &c, 1) == 1 && c == 'p');
-		CHECK(omx_shm_single_copy(peer, 7, 9, dst, 3, total) == -ENODATA); /* sender: pull it */
-		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total) == -ENOENT);  /* an older use: stale */
+		CHECK(omx_shm_single_copy(peer, 7, 9, dst, 3, total, 0) == -ENODATA); /* sender: pull it */
+		CHECK(omx_shm_single_copy(peer, 7, 5, dst, 3, total, 0) == -ENOENT);  /* an older use: stale */
 		omx_shm_ring_close(peer);
 		free(d);
 	}
@@ -382,7 +382,7 @@ static void single_copy_refused(void)
 			_exit(4);
 		uint8_t buf[4096];
 		struct iovec dst = { buf, sizeof(buf) };
-		_exit(omx_shm_single_copy(peer, 1, 1, &dst, 1, sizeof(buf)) == -EPERM ? 0 : 5);
+		_exit(omx_shm_single_copy(peer, 1, 1, &dst, 1, sizeof(buf), 0) == -EPERM ? 0 : 5);
 	}
 	int status;
 	waitpid(reader, &status, 0);
@@ -433,24 +433,26 @@ static void copy_policy(void)
 {
 	uint32_t rndv = 1, min = 1;
 	struct omx_copy_calib none = { 0 };
-	omx_copy_policy(&none, &rndv, &min);
+	omx_copy_policy(&none, 1, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0); /* nothing measured: the historical defaults */
 	struct omx_copy_calib cheap = { 1, 300.0, 25.0, 20.0 }; /* kernel copy as fast as memcpy */
-	omx_copy_policy(&cheap, &rndv, &min);
+	omx_copy_policy(&cheap, 1, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0);
 	/* the Intel VM as estimated (cheap entry, 38.5 ns/KiB, a fast memcpy): the model alone
 	 * would pull, the entry price keeps the single copy */
 	struct omx_copy_calib intel = { 1, 250.0, 38.5, 11.0 };
-	omx_copy_policy(&intel, &rndv, &min);
+	omx_copy_policy(&intel, 1, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0);
 	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0 }; /* the AMD VM: 3.6x memcpy per byte */
-	omx_copy_policy(&dear, &rndv, &min);
+	omx_copy_policy(&dear, 0, &rndv, &min);
 	CHECK(rndv == 32 * 1024 && min == 4u << 20);
+	omx_copy_policy(&dear, 1, &rndv, &min); /* senders help: the single copy wins from 1 MiB */
+	CHECK(rndv == 32 * 1024 && min == 1u << 20);
 	struct omx_copy_calib mid = { 1, 3000.0, 30.0, 20.0 }; /* wins from 100 KiB on */
-	omx_copy_policy(&mid, &rndv, &min);
+	omx_copy_policy(&mid, 1, &rndv, &min);
 	CHECK(rndv == 32 * 1024 && min == 128 * 1024);
 	struct omx_copy_calib mid2 = { 1, 2000.0, 30.0, 20.0 }; /* from 50 KiB */
-	omx_copy_policy(&mid2, &rndv, &min);
+	omx_copy_policy(&mid2, 1, &rndv, &min);
 	CHECK(rndv == 32 * 1024 && min == 64 * 1024);
 	struct omx_copy_calib here;
 	CHECK(omx_copy_calibrate(&here) == 0);

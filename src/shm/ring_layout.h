@@ -1,0 +1,79 @@
+/*
+ * ring_layout.h - the layout of a ring file, shared by every process that maps it (ring.c: the
+ * ring; export.c: the exports and the single copy). Private to shm/.
+ */
+#ifndef OMX_SHM_RING_LAYOUT_H
+#define OMX_SHM_RING_LAYOUT_H
+
+#include <stdint.h>
+
+#include "shm/shm.h"
+
+#define RING_MAGIC 0x524d584fu /* "OXMR" */
+#define RING_VERSION 3u /* 2: export entries on their own cache lines; 3: cooperative copies */
+
+/* A receiver reads an entry right after the RNDV that names it, from the sender's cache: aligned,
+ * the header and the first two segments (most exports) are one line, one transfer. */
+struct export_ent {
+	uint32_t gen; /* seqlock: odd while being rewritten */
+	uint32_t valid;
+	uint32_t pid;
+	uint32_t seqnum;
+	uint32_t nseg;
+	uint32_t pad;
+	uint64_t total;
+	uint64_t seg[OMX_SHM_EXPORT_SEGS][2]; /* address, length */
+	/* The cooperative single copy (export.c). `coop` is (seqnum << 8) | COOP_*: the use of the
+	 * export it belongs to, reset by the sender at each export; the receiver moves it from IDLE
+	 * to BUSY (it fills dst) to OPEN. */
+	uint32_t coop __attribute__((aligned(64)));
+	uint32_t dst_pid, dst_nseg, dst_pad;
+	uint64_t dst[OMX_SHM_EXPORT_SEGS][2]; /* the receiver's buffer: address, length */
+	/* Message bytes [lo, hi) nobody has claimed yet (lo | hi << 32): the receiver claims chunks
+	 * from the front, the sender from the back. */
+	uint64_t window __attribute__((aligned(64)));
+	/* The sender's: bytes of its claims it is done with (written or failed), and whether any of
+	 * its writes failed. */
+	uint64_t sender_done __attribute__((aligned(64)));
+	uint32_t sender_err;
+} __attribute__((aligned(64)));
+
+enum { COOP_IDLE = 0, COOP_BUSY = 1, COOP_OPEN = 2, COOP_NONE = 0xffffffffu /* no use of the export */ };
+
+struct ring_hdr {
+	uint32_t magic, version;
+	uint32_t slot_bytes, slot_count, slot_stride;
+	uint32_t owner_pid, session;
+	uint32_t closed;
+	uint64_t slots_off, file_size;
+	uint64_t skipped;
+	uint32_t waiting __attribute__((aligned(64)));
+	uint32_t sock_hint; /* bumped by producers that sent a frame to the owner's socket instead */
+	uint64_t tail __attribute__((aligned(64)));
+	uint64_t head __attribute__((aligned(64)));
+	struct export_ent exports[OMX_SHM_EXPORTS] __attribute__((aligned(64)));
+};
+
+struct slot {
+	uint64_t seq;
+	uint32_t len;
+	uint32_t pid;
+	uint8_t data[];
+};
+
+struct omx_shm_ring {
+	int fd;
+	int own;
+	struct ring_hdr *h;
+	size_t map_len;
+	uint8_t *slots;
+	uint32_t mask, stride, slot_bytes;
+	uint32_t pid; /* ours, written in the slots we claim */
+	char path[160];
+	/* consumer */
+	uint64_t head;
+	uint64_t stall_since;
+	uint32_t empty_polls;
+};
+
+#endif

@@ -12,11 +12,20 @@
  * costs the receiver only its chunks' extra calls: it claims and copies everything itself. The
  * receiver returns only once the sender is done with every chunk it claimed (so its buffer is
  * never written after the receive completes), and redoes them if any of its writes failed.
+ *
+ * The receiver names the process the sender writes into. Ring files are private to their user
+ * (0600), so only a process of the sender's user (or root) can name one; the sender still writes
+ * only into a process of its own effective user (/proc/<pid>), and not at all under Yama's
+ * ptrace_scope 1 or more unless it is root: there a process of the same user may not write into
+ * another's memory, and must not get the sender to do it for it.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "shm/ring_layout.h"
 
@@ -249,6 +258,36 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 	return err ? err : w;
 }
 
+/* Yama's kernel.yama.ptrace_scope, read once (0 without Yama). */
+static int yama_scope(void)
+{
+	static int cached = -1;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v < 0) {
+		FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+		v = 0;
+		if (f) {
+			if (fscanf(f, "%d", &v) != 1 || v < 0)
+				v = 3;
+			fclose(f);
+		}
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* May we write into pid's memory for the receiver that named it? (See the top of the file.) */
+static int may_help(pid_t pid)
+{
+	uid_t me = geteuid();
+	if (yama_scope() > 0 && me != 0)
+		return 0;
+	char path[32];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0 && st.st_uid == me;
+}
+
 int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uint64_t *written)
 {
 	struct export_ent *e = &own->h->exports[id];
@@ -262,7 +301,7 @@ int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uin
 	uint32_t nsrc = __atomic_load_n(&e->nseg, __ATOMIC_RELAXED);
 	uint32_t ndst = __atomic_load_n(&e->dst_nseg, __ATOMIC_RELAXED);
 	pid_t pid = (pid_t)__atomic_load_n(&e->dst_pid, __ATOMIC_RELAXED);
-	if (nsrc > OMX_SHM_EXPORT_SEGS || ndst > OMX_SHM_EXPORT_SEGS || pid <= 0)
+	if (nsrc > OMX_SHM_EXPORT_SEGS || ndst > OMX_SHM_EXPORT_SEGS || pid <= 0 || !may_help(pid))
 		return 1; /* the receiver copies it all */
 	for (uint32_t i = 0; i < nsrc; i++) {
 		src[i].iov_base = (void *)(uintptr_t)__atomic_load_n(&e->seg[i][0], __ATOMIC_RELAXED);

@@ -10,7 +10,8 @@
 # (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path);
 # vader-cma / vader-none: Open MPI (ob1, btl vader,self) with btl_vader_single_copy_mechanism
 # cma / none (bench/mpi_shm_pingpong.c, compiled with mpicc here; mpirun as root); ucx: the same
-# program over Open MPI's pml ucx with UCX's shared-memory transports (UCX_TLS=sm,self);
+# program over Open MPI's pml ucx with UCX's shared-memory transports (UCX_TLS=sm,self); mpi-omx:
+# the same program over omx itself (pml cm, mtl ofi, the build's provider: OMX_BUILD/ofi);
 # and the baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare
 # shared-memory flag + memcpy: the floor of any shared-memory path), and ring (bench/ring_pingpong.c:
 # omx's shared-memory ring alone, frames of the message length + 40 header bytes, up to 9176 B:
@@ -22,7 +23,7 @@
 # for the baselines and shrinking with the length for them and for MPI, at least 20); with -U the
 # replies are empty and the bandwidth counts one direction (both otherwise), in every mode; -T
 # (omx_perf -T: the sender writes every line of its buffer before each send) applies to the omx
-# modes and the MPI ones (vader-*, ucx), not to the local baselines.
+# modes and the MPI ones (vader-*, ucx, mpi-omx), not to the local baselines.
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
 # Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
 # PLACES ["any"]: any (not pinned), diff (the two processes pinned to cores 0 and 1), same (both
@@ -88,7 +89,7 @@ for l in sorted(rows):
 LP=$BUILD/bench/local_pingpong
 RP=$BUILD/bench/ring_pingpong
 MPIPP=$TMP/mpi_shm_pingpong
-if [[ " $MODES " == *" vader-"* || " $MODES " == *" ucx "* ]]; then
+if [[ " $MODES " == *" vader-"* || " $MODES " == *" ucx "* || " $MODES " == *" mpi-omx "* ]]; then
 	mpicc -O2 -o "$MPIPP" "$HERE/mpi_shm_pingpong.c" || exit 1
 fi
 # pin PLACE SIDE: the command prefix pinning side 0 (server / rank 0) or 1 of a placement
@@ -122,9 +123,16 @@ run_once() { # mode place run
 		done >"$out"
 		return
 		;;
-	vader-* | ucx)
-		local mca
-		if [ "$mode" = ucx ]; then
+	vader-* | ucx | mpi-omx)
+		local mca pre=()
+		if [ "$mode" = mpi-omx ]; then
+			# Open MPI over omx itself (pml cm, mtl ofi, our provider from the build), both ranks
+			# in the one namespace: what an MPI job sees of omx's same-host path
+			pre=(omx_host_exec 0 env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock"
+				FI_PROVIDER_PATH="$BUILD/ofi")
+			mca=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx --mca btl self
+				-x OMX_PEERS -x OMX_IFACES -x OMX_LOCK_DIR -x FI_PROVIDER_PATH)
+		elif [ "$mode" = ucx ]; then
 			# UCX (Debian's libucx0 under Open MPI's pml ucx): its shared-memory transports only
 			# (posix/sysv eager, cma for large messages); Open MPI selects pml ucx only over RDMA
 			# devices unless told otherwise (pml_ucx_tls / pml_ucx_devices any)
@@ -137,7 +145,7 @@ run_once() { # mode place run
 		local pp=("$MPIPP" "$S" "$E" "$M" "$N")
 		[ $U = 1 ] && pp+=(-U)
 		[ $T = 1 ] && pp+=(-T)
-		timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" -np 1 $(pin "$place" 0) "${pp[@]}" : \
+		"${pre[@]}" timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" -np 1 $(pin "$place" 0) "${pp[@]}" : \
 			-np 1 $(pin "$place" 1) "${pp[@]}" 2>/dev/null | grep -E '^[0-9]+,' >"$out"
 		return
 		;;

@@ -64,6 +64,18 @@
 #define OFX_MSG_BIT (1ULL << 63)
 #define OFX_KEY 0x4f4d5846u /* "OMXF" */
 #define OFX_INJECT_SIZE 64
+/* Freed ops an endpoint keeps: no malloc/free pair per message. None under AddressSanitizer,
+ * which should see uses after free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define OFX_OP_CACHE 0u
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OFX_OP_CACHE 0u
+#endif
+#endif
+#ifndef OFX_OP_CACHE
+#define OFX_OP_CACHE 64u
+#endif
 #define OFX_KEY_DATA 0x4f4d5844u /* "OMXD": endpoints whose messages carry the data header */
 /* With FI_REMOTE_CQ_DATA, every message starts with a header: remote CQ data (8 bytes, little
  * endian), flags (1 byte: OFX_HDR_DATA when the sender passed data), padding. */
@@ -114,6 +126,8 @@ struct ofx_cq {
 	struct ofx_ep *eps[OFX_CQ_MAX_EPS];
 	int neps;
 	uint64_t idle_since; /* first of the current run of empty reads (0: the last one had entries) */
+	uint32_t idle_reads; /* empty reads since the clock was last read */
+	int yielding;        /* empty for OMX_FI_YIELD_US already: every empty read yields */
 };
 
 enum ofx_op_type { OP_SEND, OP_RECV, OP_UNEXP, OP_CONN };
@@ -129,7 +143,8 @@ struct ofx_op {
 	uint64_t match, ignore; /* recv: omx-level tag and ignore bits */
 	fi_addr_t addr;         /* send: destination; recv: wanted source (or FI_ADDR_UNSPEC) */
 	int tagged, completion;
-	void *inject_copy;
+	void *inject_copy; /* FI_INJECT: inject_buf, the copy of the caller's buffer */
+	unsigned char inject_buf[OFX_INJECT_SIZE];
 	omx_request_t req;
 	uint64_t data; /* send: remote CQ data */
 	int has_data;
@@ -175,6 +190,8 @@ struct ofx_ep {
 	struct ofx_op *posted_head, *posted_tail;
 	struct ofx_op *unexp_head, *unexp_tail;
 	struct ofx_op *live; /* every op not freed yet, also those only omx knows of: freed by ep_close */
+	struct ofx_op *op_cache; /* freed ops kept for reuse (linked by next), at most OFX_OP_CACHE */
+	unsigned op_cached;
 	struct ofx_op *pend_head, *pend_tail; /* completed ops whose completion waits for CQ memory */
 };
 

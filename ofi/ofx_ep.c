@@ -336,6 +336,11 @@ static int ep_close(struct fid *fid)
 	 * every op left is ours alone, in a provider list or not. */
 	while (ep->live)
 		op_free(ep->live);
+	while (ep->op_cache) {
+		struct ofx_op *op = ep->op_cache;
+		ep->op_cache = op->next;
+		free(op);
+	}
 	free(ep->conns);
 	free(ep);
 	return 0;

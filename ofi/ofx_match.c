@@ -57,9 +57,14 @@ void list_remove(struct ofx_op **head, struct ofx_op **tail, struct ofx_op *prev
  * omx_close_endpoint drops them silently: ep->live is how ep_close finds them. Domain lock held. */
 struct ofx_op *op_new(struct ofx_ep *ep, enum ofx_op_type type)
 {
-	struct ofx_op *op = calloc(1, sizeof(*op));
-	if (!op)
+	struct ofx_op *op = ep->op_cache;
+	if (op) {
+		ep->op_cache = op->next;
+		ep->op_cached--;
+		memset(op, 0, sizeof(*op));
+	} else if (!(op = calloc(1, sizeof(*op)))) {
 		return NULL;
+	}
 	op->type = type;
 	op->ep = ep;
 	op->live_next = ep->live;
@@ -82,7 +87,13 @@ void op_free(struct ofx_op *op)
 		op->live_next->live_prev = op->live_prev;
 	if (op->type == OP_UNEXP)
 		free(op->buf);
-	free(op->inject_copy);
+	struct ofx_ep *ep = op->ep;
+	if (!ep->closing && ep->op_cached < OFX_OP_CACHE) {
+		op->next = ep->op_cache;
+		ep->op_cache = op;
+		ep->op_cached++;
+		return;
+	}
 	free(op);
 }
 

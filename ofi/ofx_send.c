@@ -216,12 +216,8 @@ static struct ofx_op *send_new(struct ofx_ep *ep, const void *buf, size_t len, f
 	s->addr = dest;
 	s->has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
 	s->data = s->has_data ? data : 0;
-	if (flags & FI_INJECT) {
-		s->inject_copy = malloc(len ? len : 1);
-		if (!s->inject_copy) {
-			op_free(s);
-			return NULL;
-		}
+	if (flags & FI_INJECT) { /* len <= OFX_INJECT_SIZE (do_send) */
+		s->inject_copy = s->inject_buf;
 		if (len)
 			memcpy(s->inject_copy, buf, len); /* buf may be NULL for 0 bytes */
 	} else {

@@ -391,8 +391,6 @@ struct omx_endpoint {
 	uint32_t large_sends;
 	uint32_t pullable_sends; /* large sends the receiver may pull from us (atomic: the progress
 				    thread reads it without the lock) */
-	uint32_t coop_exports;   /* single-copy exports whose receiver may ask for our help (shared.c) */
-	uint64_t coop_mask[OMX_REGION_MAX / 64]; /* their regions */
 	uint64_t xfer_active_ns; /* last step of a large transfer (RNDV, PULL, reply): omx__wait */
 	struct omx_pull *pulls[OMX_PULL_SLOTS];
 	uint32_t pull_gen[OMX_PULL_SLOTS];
@@ -432,6 +430,9 @@ struct omx_endpoint {
 	uint8_t *pullbuf; /* gathers multi-segment pull replies */
 	struct omx_wire_params wp_local; /* frames to and from endpoints of this host (wire.c) */
 	uint32_t debug_gen; /* OMX_DEBUG_SIGNAL dumps done (debug.c) */
+	/* At the end, to leave the layout of the hot fields above as it was. */
+	uint32_t coop_exports; /* single-copy exports whose receiver may ask for our help (shared.c) */
+	uint64_t coop_mask[OMX_REGION_MAX / 64]; /* their regions */
 };
 
 /* ---- internal functions ---- */

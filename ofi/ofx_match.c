@@ -87,6 +87,7 @@ void op_free(struct ofx_op *op)
 		op->live_next->live_prev = op->live_prev;
 	if (op->type == OP_UNEXP)
 		free(op->buf);
+#if OFX_OP_CACHE > 0
 	struct ofx_ep *ep = op->ep;
 	if (!ep->closing && ep->op_cached < OFX_OP_CACHE) {
 		op->next = ep->op_cache;
@@ -94,6 +95,7 @@ void op_free(struct ofx_op *op)
 		ep->op_cached++;
 		return;
 	}
+#endif
 	free(op);
 }
 

@@ -143,6 +143,7 @@ struct ofx_op {
 	uint64_t match, ignore; /* recv: omx-level tag and ignore bits */
 	fi_addr_t addr;         /* send: destination; recv: wanted source (or FI_ADDR_UNSPEC) */
 	int tagged, completion;
+	int silent; /* from an inject call: no completion, not even an error */
 	void *inject_copy; /* FI_INJECT: inject_buf, the copy of the caller's buffer */
 	unsigned char inject_buf[OFX_INJECT_SIZE];
 	omx_request_t req;
@@ -265,8 +266,10 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 
 /* ofx_send.c */
 void ep_progress(struct ofx_ep *ep);
+/* inject_call: fi_inject and its kin, which never report anything (fi_msg(3)); the FI_INJECT flag
+ * alone (fi_sendmsg) only lets the caller reuse its buffer at once. */
 ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match, int tagged,
-		void *context, uint64_t flags, uint64_t data);
+		void *context, uint64_t flags, uint64_t data, int inject_call);
 
 /* ofx_ep.c */
 int dom_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **out, void *context);

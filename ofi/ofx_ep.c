@@ -19,7 +19,7 @@ static ssize_t ep_tsend(struct fid_ep *fep, const void *buf, size_t len, void *d
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, tag, 1, context, ep->tx_op_flags & ~FI_REMOTE_CQ_DATA, 0);
+	return do_send(ep, buf, len, dest, tag, 1, context, ep->tx_op_flags & ~FI_REMOTE_CQ_DATA, 0, 0);
 }
 
 static ssize_t ep_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
@@ -37,7 +37,7 @@ static ssize_t ep_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, 
 		return -FI_EINVAL;
 	return do_send(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
 		       msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr, msg->tag, 1, msg->context, flags,
-		       msg->data);
+		       msg->data, 0);
 }
 
 static ssize_t ep_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
@@ -45,7 +45,7 @@ static ssize_t ep_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_ad
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, tag, 1, NULL, FI_INJECT, 0);
+	return do_send(ep, buf, len, dest, tag, 1, NULL, FI_INJECT, 0, 1);
 }
 
 static ssize_t ep_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc, uint64_t data,
@@ -54,7 +54,7 @@ static ssize_t ep_tsenddata(struct fid_ep *fep, const void *buf, size_t len, voi
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, tag, 1, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data);
+	return do_send(ep, buf, len, dest, tag, 1, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data, 0);
 }
 
 static ssize_t ep_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
@@ -63,7 +63,7 @@ static ssize_t ep_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, u
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_TAGGED) || check_tag(ep, tag))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, tag, 1, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, data);
+	return do_send(ep, buf, len, dest, tag, 1, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, data, 1);
 }
 
 static ssize_t ep_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
@@ -99,7 +99,7 @@ static ssize_t ep_send(struct fid_ep *fep, const void *buf, size_t len, void *de
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_MSG))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, context, ep->tx_op_flags & ~FI_REMOTE_CQ_DATA, 0);
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, context, ep->tx_op_flags & ~FI_REMOTE_CQ_DATA, 0, 0);
 }
 
 static ssize_t ep_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
@@ -117,7 +117,7 @@ static ssize_t ep_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t
 		return -FI_EINVAL;
 	return do_send(ep, msg->iov_count ? msg->msg_iov[0].iov_base : NULL,
 		       msg->iov_count ? msg->msg_iov[0].iov_len : 0, msg->addr, OFX_MSG_BIT, 0, msg->context, flags,
-		       msg->data);
+		       msg->data, 0);
 }
 
 static ssize_t ep_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
@@ -125,7 +125,7 @@ static ssize_t ep_inject(struct fid_ep *fep, const void *buf, size_t len, fi_add
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_MSG))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, NULL, FI_INJECT, 0);
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, NULL, FI_INJECT, 0, 1);
 }
 
 static ssize_t ep_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc, uint64_t data,
@@ -134,7 +134,7 @@ static ssize_t ep_senddata(struct fid_ep *fep, const void *buf, size_t len, void
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_MSG))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data);
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data, 0);
 }
 
 static ssize_t ep_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
@@ -142,7 +142,7 @@ static ssize_t ep_injectdata(struct fid_ep *fep, const void *buf, size_t len, ui
 	struct ofx_ep *ep = (struct ofx_ep *)fep;
 	if (!(ep->caps & FI_MSG))
 		return -FI_EINVAL;
-	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, data);
+	return do_send(ep, buf, len, dest, OFX_MSG_BIT, 0, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, data, 1);
 }
 
 static ssize_t ep_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src, void *context)

@@ -43,7 +43,7 @@ static void send_fail(struct ofx_ep *ep, struct ofx_op *s, int err, int prov_err
 {
 	struct fi_cq_err_entry e = {.op_context = s->context, .flags = send_flags(s), .len = s->len, .buf = s->buf,
 				    .tag = s->tagged ? s->match : 0, .err = err, .prov_errno = prov_errno};
-	op_complete(ep, s, s->inject_copy ? NULL : ep->txcq, &e, FI_ADDR_NOTAVAIL);
+	op_complete(ep, s, s->silent ? NULL : ep->txcq, &e, FI_ADDR_NOTAVAIL);
 }
 
 static void send_post(struct ofx_ep *ep, struct ofx_conn *c, struct ofx_op *s)
@@ -203,7 +203,7 @@ void ep_progress(struct ofx_ep *ep)
 
 /* A send op; with FI_INJECT, on a copy of buf. Domain lock held. */
 static struct ofx_op *send_new(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match,
-			       int tagged, void *context, uint64_t flags, uint64_t data)
+			       int tagged, void *context, uint64_t flags, uint64_t data, int inject_call)
 {
 	struct ofx_op *s = op_new(ep, OP_SEND);
 	if (!s)
@@ -220,9 +220,9 @@ static struct ofx_op *send_new(struct ofx_ep *ep, const void *buf, size_t len, f
 		s->inject_copy = s->inject_buf;
 		if (len)
 			memcpy(s->inject_copy, buf, len); /* buf may be NULL for 0 bytes */
-	} else {
-		s->completion = !ep->tx_selective || (flags & FI_COMPLETION);
 	}
+	s->silent = inject_call;
+	s->completion = !inject_call && (!ep->tx_selective || (flags & FI_COMPLETION));
 	return s;
 }
 
@@ -249,7 +249,7 @@ static void inject_now(struct ofx_ep *ep, struct ofx_conn *c, const void *buf, s
 }
 
 ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t match, int tagged,
-		void *context, uint64_t flags, uint64_t data)
+		void *context, uint64_t flags, uint64_t data, int inject_call)
 {
 	if (len > OFX_MAX_MSG)
 		return -FI_EMSGSIZE;
@@ -267,10 +267,10 @@ ssize_t do_send(struct ofx_ep *ep, const void *buf, size_t len, fi_addr_t dest, 
 		ret = -FI_EOPBADSTATE;
 	} else if (dest >= ep->av->n || !ep->av->valid[dest]) {
 		ret = -FI_EINVAL;
-	} else if ((flags & FI_INJECT) && dest < ep->nconns && ep->conns[dest].state == CONN_UP && !ep->conns[dest].qhead) {
+	} else if (inject_call && dest < ep->nconns && ep->conns[dest].state == CONN_UP && !ep->conns[dest].qhead) {
 		inject_now(ep, &ep->conns[dest], buf, len, match, flags, data);
 	} else if (!(c = conn_get(ep, dest)) ||
-		   !(s = send_new(ep, buf, len, dest, match, tagged, context, flags, data))) {
+		   !(s = send_new(ep, buf, len, dest, match, tagged, context, flags, data, inject_call))) {
 		ret = -FI_ENOMEM;
 	} else if (c->state == CONN_UP && !c->qhead) {
 		send_post(ep, c, s);

@@ -564,6 +564,15 @@ static void run_pair(int is_a)
 		CHECK(fi_tinject(ep, "injected", 9, peer, 14) == 0, "fi_tinject accepted");
 		CHECK(fi_tinject(ep, sizes, 4096, peer, 14) == -FI_EMSGSIZE, "fi_tinject above inject_size refused");
 		CHECK(fi_tinject(ep, NULL, 0, peer, 16) == 0, "fi_tinject of 0 bytes from a NULL buffer accepted");
+		/* The FI_INJECT flag on fi_tsendmsg frees the buffer at once but, unlike fi_tinject,
+		 * does not take the completion away. */
+		char mb[16] = "sendmsg-inject";
+		struct op os = {0};
+		struct iovec iv = {mb, 15};
+		struct fi_msg_tagged sm = {.msg_iov = &iv, .iov_count = 1, .addr = peer, .tag = 17, .context = &os};
+		CHECK(fi_tsendmsg(ep, &sm, FI_INJECT | FI_COMPLETION) == 0, "fi_tsendmsg with FI_INJECT accepted");
+		memset(mb, 'x', sizeof(mb));
+		CHECK(wait_op(&os, 30) && !os.err, "fi_tsendmsg with FI_INJECT | FI_COMPLETION completes on the CQ");
 		barrier();
 	} else {
 		char c[8];
@@ -579,6 +588,11 @@ static void run_pair(int is_a)
 		struct op oz = {0};
 		fi_trecv(ep, NULL, 0, NULL, FI_ADDR_UNSPEC, 16, 0, &oz);
 		CHECK(wait_op(&oz, 30) && !oz.err && oz.len == 0 && oz.tag == 16, "0-byte injected message received");
+		char mb[16] = {0};
+		struct op om = {0};
+		fi_trecv(ep, mb, sizeof(mb), NULL, FI_ADDR_UNSPEC, 17, 0, &om);
+		CHECK(wait_op(&om, 30) && !strcmp(mb, "sendmsg-inject"),
+		      "fi_tsendmsg with FI_INJECT: the bytes of the call, not those written after it");
 		barrier();
 	}
 

@@ -192,6 +192,7 @@ struct ofx_ep {
 	struct ofx_op *unexp_head, *unexp_tail;
 	struct ofx_op *live; /* every op not freed yet, also those only omx knows of: freed by ep_close */
 	struct ofx_op *op_cache; /* freed ops kept for reuse (linked by next), at most OFX_OP_CACHE */
+	unsigned omx_held; /* messages the handler had no memory for, left in omx's queue (ofx_match.c) */
 	unsigned op_cached;
 	struct ofx_op *pend_head, *pend_tail; /* completed ops whose completion waits for CQ memory */
 };

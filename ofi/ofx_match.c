@@ -8,6 +8,25 @@
 
 #include "ofx.h"
 
+#ifdef OFX_TEST_HOOKS
+/* TEST BUILD ONLY (see ofx_cq.c): OMX_FI_TEST_UNEXP_ENOMEM=N makes the unexpected handler find no
+ * memory for its first N messages. */
+static int test_unexp_enomem(void)
+{
+	static long left = -1;
+	if (left < 0) {
+		const char *v = getenv("OMX_FI_TEST_UNEXP_ENOMEM");
+		left = v ? atol(v) : 0;
+	}
+	if (left <= 0)
+		return 0;
+	left--;
+	return 1;
+}
+#else
+#define test_unexp_enomem() 0
+#endif
+
 /* fi_addr of buffered message u's sender: looked up again while not found, since a peer's first
  * message may arrive before the application inserts the peer into the AV. */
 static fi_addr_t unexp_src(struct ofx_ep *ep, struct ofx_op *u)
@@ -143,9 +162,18 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 		}
 		break;
 	}
-	struct ofx_op *u = op_new(ep, OP_UNEXP);
-	if (!u)
-		return OMX_UNEXP_HANDLER_RECV_CONTINUE; /* omx keeps it; never matched (out of memory) */
+	/* Without memory for it here, omx keeps the message in its own unexpected queue (held), where
+	 * later receives look for it (adopt_held, held_claim); and while some are held, so do the
+	 * messages after them, so that ours stay older than every held one (arrival order). */
+	if (ep->omx_held) {
+		ep->omx_held++;
+		return OMX_UNEXP_HANDLER_RECV_CONTINUE;
+	}
+	struct ofx_op *u = test_unexp_enomem() ? NULL : op_new(ep, OP_UNEXP);
+	if (!u) {
+		ep->omx_held++;
+		return OMX_UNEXP_HANDLER_RECV_CONTINUE;
+	}
 	u->match = match;
 	u->addr = src;
 	u->snic = snic;
@@ -154,6 +182,7 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 	u->buf = malloc(msg_length ? msg_length : 1); /* the whole message, header included */
 	if (!u->buf) {
 		op_free(u);
+		ep->omx_held++;
 		return OMX_UNEXP_HANDLER_RECV_CONTINUE;
 	}
 	list_append(&ep->unexp_head, &ep->unexp_tail, u);
@@ -293,6 +322,66 @@ static ssize_t recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *con
 	return 0;
 }
 
+/* Move the messages held in omx's queue into ours, oldest first, as far as memory allows (each is
+ * received by an exact omx receive, which takes the oldest of that match: the one probed). */
+static void adopt_held(struct ofx_ep *ep)
+{
+	int adopted = 0;
+	while (ep->omx_held) {
+		omx_status_t st;
+		uint32_t found = 0;
+		if (omx_iprobe(ep->oep, 0, 0, &st, &found) != OMX_SUCCESS || !found) {
+			ep->omx_held = 0; /* nothing left there (dropped by omx: gone with its sender) */
+			return;
+		}
+		struct ofx_op *u = test_unexp_enomem() ? NULL : op_new(ep, OP_UNEXP);
+		if (!u)
+			return;
+		u->buf = malloc(st.msg_length ? st.msg_length : 1);
+		if (!u->buf || omx_irecv(ep->oep, u->buf, st.msg_length, st.match_info, ~0ULL, u, &u->req) != OMX_SUCCESS) {
+			op_free(u); /* frees buf: an OP_UNEXP */
+			return;
+		}
+		u->match = st.match_info;
+		omx_decompose_endpoint_addr(st.addr, &u->snic, &u->sepid);
+		u->addr = av_find(ep->av, u->snic, u->sepid);
+		u->msg_len = st.msg_length;
+		list_append(&ep->unexp_head, &ep->unexp_tail, u);
+		ep->omx_held--;
+		adopted = 1;
+	}
+	if (adopted)
+		ep_progress(ep); /* the eager ones are complete already: done before a peek looks */
+}
+
+/* A receive r that matches none of our buffered messages may match one the handler left in omx's
+ * queue (no memory then): found with omx's own probe (the oldest that r matches, in arrival
+ * order, as ours would be) and received by an exact omx receive, which takes that one. 1 if r is
+ * now receiving it. A directed receive takes it only if it is the oldest match from anywhere. */
+static int held_claim(struct ofx_ep *ep, struct ofx_op *r)
+{
+	uint64_t match = OFX_MSG_BIT, mask = ~0ULL;
+	if (r->tagged) {
+		mask = ~(r->ignore & ep->tag_mask);
+		match = r->match & mask;
+	}
+	omx_status_t st;
+	uint32_t found = 0;
+	if (omx_iprobe(ep->oep, match, mask, &st, &found) != OMX_SUCCESS || !found)
+		return 0;
+	if (r->addr != FI_ADDR_UNSPEC) {
+		uint64_t nic = 0;
+		uint32_t epid = 0;
+		omx_decompose_endpoint_addr(st.addr, &nic, &epid);
+		if (av_find(ep->av, nic, epid) != r->addr)
+			return 0;
+	}
+	if (post_recv(ep, r, st.match_info) != OMX_SUCCESS)
+		return 0;
+	ep->omx_held--;
+	return 1;
+}
+
 ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore, int tagged,
 		void *context, uint64_t flags)
 {
@@ -307,6 +396,8 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 		return -FI_EOPBADSTATE;
 	}
 	struct ofx_op tmpl = {.tagged = tagged, .match = tag, .ignore = ignore, .addr = src};
+	if (ep->omx_held)
+		adopt_held(ep);
 	if (flags & FI_PEEK) {
 		ret = recv_peek(ep, &tmpl, context, flags);
 		dom_unlock(ep->dom);
@@ -362,7 +453,7 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 			unexp_deliver(ep, u, r);
 		else
 			u->claimer = r;
-	} else {
+	} else if (!(ep->omx_held && held_claim(ep, r))) {
 		list_append(&ep->posted_head, &ep->posted_tail, r);
 	}
 	dom_unlock(ep->dom);

@@ -2,6 +2,8 @@
  * omx_fi_client.c - libfabric-only test client for the "omx" provider (libomx-fi.so).
  *
  *   omx_fi_client getinfo                 fi_getinfo checks only (no peer needed)
+ *   omx_fi_client unexpfail [back]        one endpoint sending to itself while unexpected messages
+ *                                         cannot be buffered (test build, see unexpfail_run)
  *   omx_fi_client cqfail                  one endpoint sending to itself while its CQ cannot grow
  *                                         (needs the test build of the provider, see cqfail_run)
  *   omx_fi_client a|b DIR [map|table] [data] [close|peekerr|avremove]
@@ -685,8 +687,15 @@ int main(int argc, char **argv)
 		printf("%s\n", fails ? "FAILED" : "PASSED");
 		return fails != 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "unexpfail")) {
+		open_all("map");
+		unexpfail_run(argc >= 3 && !strcmp(argv[2], "back"));
+		close_all();
+		printf("%s\n", fails ? "FAILED" : "PASSED");
+		return fails != 0;
+	}
 	if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b")))
-		DIE("usage: omx_fi_client getinfo | cqfail | a|b DIR [map|table] [data] [close|peekerr|avremove]");
+		DIE("usage: omx_fi_client getinfo | cqfail | unexpfail [back] | a|b DIR [map|table] [data] [close|peekerr|avremove]");
 	const char *avtype = "map", *scenario = NULL;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "map") || !strcmp(argv[i], "table"))

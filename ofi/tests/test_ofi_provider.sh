@@ -88,4 +88,18 @@ cqfail() {
 	return $rc
 }
 check "no completion lost when the CQ cannot grow (OMX_FI_TEST_CQ_ENOMEM=20)" cqfail
+# The same build: unexpected messages that find no memory stay in omx's queue and are received
+# from there (memory back after 1 failure: adopted, peekable; never back: received directly).
+unexpfail() {
+	omx_host_exec 0 env $(omx_env 0) FI_PROVIDER_PATH="$FIDIR/testhooks" OMX_FI_TEST_UNEXP_ENOMEM=$1 \
+		timeout -k 5 60 "$X" unexpfail ${2:-} >"$TMP/fi-unexpfail$1.log" 2>&1
+	local rc=$?
+	grep -h '^FAIL\|^omx_fi_client\|ERROR\|SUMMARY' "$TMP/fi-unexpfail$1.log"
+	[ -z "${OFI_VERBOSE:-}" ] || cat "$TMP/fi-unexpfail$1.log"
+	return $rc
+}
+check "unexpected messages without memory: received once memory is back (OMX_FI_TEST_UNEXP_ENOMEM=1)" \
+	unexpfail 1 back
+check "unexpected messages without memory: received while memory stays short (OMX_FI_TEST_UNEXP_ENOMEM=100000)" \
+	unexpfail 100000
 finish

@@ -265,6 +265,10 @@ void unexp_deliver(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r);
 ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore, int tagged,
 		void *context, uint64_t flags);
 
+#ifdef OFX_TEST_HOOKS
+int ofx_test_fail(const char *var, long *left); /* test build only: ofx_cq.c */
+#endif
+
 /* ofx_send.c */
 void ep_progress(struct ofx_ep *ep);
 /* inject_call: fi_inject and its kin, which never report anything (fi_msg(3)); the FI_INJECT flag

@@ -11,20 +11,24 @@
 #include "ofx.h"
 
 #ifdef OFX_TEST_HOOKS
-/* TEST BUILD ONLY (ofi/testhooks/libomx-fi.so, never installed): OMX_FI_TEST_CQ_ENOMEM=N makes the
- * first N CQ writes fail as if out of memory, so that a test can show no completion is lost. */
-static int test_cq_enomem(void)
+/* TEST BUILD ONLY (ofi/testhooks/libomx-fi.so, never installed): 1 for the first N calls with the
+ * counter *left, N from the environment variable var (0 when unset). */
+int ofx_test_fail(const char *var, long *left)
 {
-	static long left = -1;
-	if (left < 0) {
-		const char *v = getenv("OMX_FI_TEST_CQ_ENOMEM");
-		left = v ? atol(v) : 0;
+	if (*left < 0) {
+		const char *v = getenv(var);
+		*left = v ? atol(v) : 0;
 	}
-	if (left <= 0)
+	if (*left <= 0)
 		return 0;
-	left--;
+	(*left)--;
 	return 1;
 }
+
+/* OMX_FI_TEST_CQ_ENOMEM=N: the first N CQ writes fail as if out of memory, so that a test can show
+ * no completion is lost. */
+static long cq_enomem_left = -1;
+#define test_cq_enomem() ofx_test_fail("OMX_FI_TEST_CQ_ENOMEM", &cq_enomem_left)
 #else
 #define test_cq_enomem() 0
 #endif

@@ -9,20 +9,10 @@
 #include "ofx.h"
 
 #ifdef OFX_TEST_HOOKS
-/* TEST BUILD ONLY (see ofx_cq.c): OMX_FI_TEST_UNEXP_ENOMEM=N makes the unexpected handler find no
- * memory for its first N messages. */
-static int test_unexp_enomem(void)
-{
-	static long left = -1;
-	if (left < 0) {
-		const char *v = getenv("OMX_FI_TEST_UNEXP_ENOMEM");
-		left = v ? atol(v) : 0;
-	}
-	if (left <= 0)
-		return 0;
-	left--;
-	return 1;
-}
+/* TEST BUILD ONLY (ofx_test_fail, ofx_cq.c): OMX_FI_TEST_UNEXP_ENOMEM=N, the first N buffers for
+ * unexpected messages cannot be allocated. */
+static long unexp_enomem_left = -1;
+#define test_unexp_enomem() ofx_test_fail("OMX_FI_TEST_UNEXP_ENOMEM", &unexp_enomem_left)
 #else
 #define test_unexp_enomem() 0
 #endif

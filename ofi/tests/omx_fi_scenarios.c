@@ -155,6 +155,15 @@ void avremove_scenario(int is_a)
 	barrier();
 }
 
+/* self: our own address in the AV (the one-process scenarios send to themselves). */
+static void insert_self(void)
+{
+	char me[16];
+	size_t len = sizeof(me);
+	if (fi_getname(&ep->fid, me, &len) || fi_av_insert(av, me, 1, &self, 0, NULL) != 1)
+		DIE("own address");
+}
+
 /* Defect: a completion the CQ had no memory for was dropped. Run with the test build of the provider
  * (ofi/testhooks/libomx-fi.so) and OMX_FI_TEST_CQ_ENOMEM=N: its first N CQ writes fail as if out of
  * memory. Sends to self, receives, a truncated receive, a cancel and a peek must each still complete
@@ -166,10 +175,7 @@ void cqfail_run(void)
 	struct op s[N], r[N], rt = {0}, st = {0}, rc = {0}, p = {0};
 	memset(s, 0, sizeof(s));
 	memset(r, 0, sizeof(r));
-	char me[16];
-	size_t len = sizeof(me);
-	if (fi_getname(&ep->fid, me, &len) || fi_av_insert(av, me, 1, &self, 0, NULL) != 1)
-		DIE("own address");
+	insert_self();
 	for (int i = 0; i < N; i++)
 		fi_trecv(ep, rb[i], sizeof(rb[i]), NULL, self, 0x60 + (uint64_t)i, 0, &r[i]);
 	fi_trecv(ep, small, sizeof(small), NULL, self, 0x70, 0, &rt);
@@ -229,10 +235,7 @@ void unexpfail_run(int memory_back)
 	memset(s, 0, sizeof(s));
 	memset(r, 0, sizeof(r));
 	memset(rb, 0, sizeof(rb));
-	char me[16];
-	size_t len = sizeof(me);
-	if (fi_getname(&ep->fid, me, &len) || fi_av_insert(av, me, 1, &self, 0, NULL) != 1)
-		DIE("own address");
+	insert_self();
 	for (int i = 0; i < BIG; i++)
 		big[i] = (char)(i * 7 + 1);
 	/* tags: 0x80, 0x81, 0x82, 0x83, 0x84, 0x84 (the last two: the same tag, in this order) */

@@ -39,7 +39,11 @@ static int flag_wait(const char *dir, const char *name, double secs, int progres
 	return 1;
 }
 
-#define STALL_LEN (2u << 20)
+/* Large enough that the few omx progress passes a makes while it posts its sends cannot serve a
+ * whole message: a pass answers the 4 outstanding pull blocks, 1 MiB at MTU 9000 in extended mode,
+ * so with 2 MiB messages b's receives completed whenever its first pull requests reached a before
+ * a's last send (1 run in 25; stop 22). */
+#define STALL_LEN (32u << 20)
 
 /* a's half of "close" and "peekerr": send large messages, then stop calling the provider until b
  * says so. Run without the omx progress thread (OMX_PROGRESS_THREAD=0), so nobody answers b's pulls:
@@ -88,7 +92,9 @@ void close_scenario(int is_a, const char *dir)
 	settle(0.3);
 	fi_trecv(ep, rb + STALL_LEN, STALL_LEN, NULL, FI_ADDR_UNSPEC, 0x42, 0, &r2);
 	settle(0.1);
-	CHECK(!r1.done && !r2.done, "receives still arriving when the endpoint closes (done %d %d)", r1.done, r2.done);
+	/* (err and len say how a receive ended, if one did) */
+	CHECK(!r1.done && !r2.done, "receives still arriving when the endpoint closes (done %d %d, err %d %d, len %zu %zu)",
+	      r1.done, r2.done, r1.err, r2.err, r1.len, r2.len);
 	close_all();
 	flag_set(dir, "closed");
 	free(rb);

@@ -19,6 +19,8 @@
 #include "mx_internals/mx__fops.h"
 #include "open-mx.h"
 #include "mx/mx_internal.h"
+#include "core/testhooks.h"
+#include "net/net.h"
 
 static int failures;
 
@@ -559,6 +561,17 @@ static void test_misc_entry_points(void)
 
 int main(void)
 {
+	/* No real interface: boards on an in-memory hub (no packet socket, no discovery broadcast on
+	 * the machine's network), lock and counter files in a directory of our own. Until stop 22
+	 * this test opened its endpoint on the host's real NIC and left files in /dev/shm. */
+	char dir[] = "/tmp/omx-mxmap-XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	setenv("OMX_LOCK_DIR", dir, 1);
+	struct omx_memnet *hub = omx_memnet_create();
+	if (!hub)
+		return 1;
+	omx__test_set_memnet(hub, 9000);
 	test_return_codes();
 	test_status_codes();
 	test_texts();
@@ -572,6 +585,11 @@ int main(void)
 	test_misc_entry_points();
 	mx_set_error_handler(MX_ERRORS_RETURN);
 	CHECK(mx_finalize() == MX_SUCCESS);
+	omx_memnet_destroy(hub);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "test_mx_mapping: could not remove %s\n", dir);
 
 	if (failures) {
 		fprintf(stderr, "test_mx_mapping: %d failure(s)\n", failures);

@@ -308,7 +308,8 @@ check "config file: untouched knobs are defaults" \
 NKNOBS=$(grep -cE '^  OMX_[A-Z_]+=.* \((default|file|env)\)$' "$TMP/out")
 check "config file: every documented knob listed ($NKNOBS)" [ "$NKNOBS" -ge 36 ]
 check "config file: the malformed line is named on stderr (file:line)" grep -qF "omx.conf:5: malformed line" "$TMP/err"
-omx_ns_exec 0 env OMX_CONFIG="$TMP/nosuch.conf" OMX_IFACES="${OMX_IF[0]}" timeout 30 "$T/omx_info" -q >"$TMP/out" 2>"$TMP/err"
+omx_ns_exec 0 env OMX_CONFIG="$TMP/nosuch.conf" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock0" OMX_PEERS="$PEERS" \
+	timeout 30 "$T/omx_info" -q >"$TMP/out" 2>"$TMP/err"
 rc=$?
 check "OMX_CONFIG naming a missing file: one warning, still works (status $rc)" \
 	cond '[ "$rc" = 0 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "nosuch.conf" "$TMP/err"'
@@ -322,7 +323,8 @@ for b in omx_info omx_counters omx_endpoint_info omx_hostname omx_prepare_bindin
 done
 printf '%s omxh0:0\nnot a mac line\n' "${OMX_MAC[0]}" >"$TMP/badpeers"
 for b in omx_info omx_counters omx_endpoint_info; do
-	omx_ns_exec 0 env OMX_IFACES="${OMX_IF[0]}" OMX_PEERS="$TMP/badpeers" timeout 30 "$T/$b" >"$TMP/out" 2>"$TMP/err"
+	omx_ns_exec 0 env OMX_IFACES="${OMX_IF[0]}" OMX_PEERS="$TMP/badpeers" OMX_LOCK_DIR="$TMP/lock0" timeout 30 "$T/$b" \
+		>"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	check "$b with a malformed peers file: fails cleanly (status $rc), names file:line" \
 		cond 'failed_cleanly "$rc" && grep -q "badpeers:2" "$TMP/err"'

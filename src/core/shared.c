@@ -85,6 +85,23 @@ static uint32_t coop_chunk(uint64_t len)
 	return max && len >= 2 * c ? (uint32_t)c : 0;
 }
 
+/* Our exports whose receivers may ask for our help: one bit a region, and their count. */
+static int coop_marked(const struct omx_endpoint *ep, int region)
+{
+	return (ep->coop_mask[region / 64] >> (region % 64)) & 1;
+}
+
+static void coop_mark(struct omx_endpoint *ep, int region, int on)
+{
+	if (coop_marked(ep, region) == on)
+		return;
+	ep->coop_mask[region / 64] ^= 1ull << (region % 64);
+	if (on)
+		ep->coop_exports++;
+	else
+		ep->coop_exports--;
+}
+
 int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
@@ -113,10 +130,8 @@ int omx__shared_export(union omx_request *r)
 			       n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
 	int single = e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
 	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve). */
-	if (single && coop_chunk(r->s.total_len) && !(ep->coop_mask[region / 64] & 1ull << (region % 64))) {
-		ep->coop_mask[region / 64] |= 1ull << (region % 64);
-		ep->coop_exports++;
-	}
+	if (single && coop_chunk(r->s.total_len))
+		coop_mark(ep, region, 1);
 	return single;
 }
 
@@ -125,10 +140,8 @@ void omx__shared_unexport(struct omx_endpoint *ep, int region)
 	struct omx_shm_ring *own = ep->local ? omx_net_local_own_ring(ep->local) : NULL;
 	if (own && region >= 0 && region < OMX_REGION_MAX)
 		omx_shm_unexport(own, (uint8_t)region);
-	if (region >= 0 && region < OMX_REGION_MAX && ep->coop_mask[region / 64] & 1ull << (region % 64)) {
-		ep->coop_mask[region / 64] &= ~(1ull << (region % 64));
-		ep->coop_exports--;
-	}
+	if (region >= 0 && region < OMX_REGION_MAX)
+		coop_mark(ep, region, 0);
 }
 
 /* From progression, while some of our large sends are exported for single copy: write our part
@@ -142,10 +155,8 @@ void omx__shared_coop_serve(struct omx_endpoint *ep)
 			int region = w * 64 + __builtin_ctzll(bits);
 			union omx_request *r = ep->regions[region].req;
 			uint32_t chunk = r ? coop_chunk(r->s.total_len) : 0;
-			if (omx_shm_coop_serve(own, (uint8_t)region, chunk, &written) == 0)
-				continue;
-			ep->coop_mask[w] &= ~(1ull << (region % 64));
-			ep->coop_exports--;
+			if (omx_shm_coop_serve(own, (uint8_t)region, chunk, &written))
+				coop_mark(ep, region, 0);
 		}
 	}
 	if (written) {
@@ -198,18 +209,6 @@ int omx__shared_single_copy(union omx_request *r)
 	return 0;
 }
 
-static int read_int_file(const char *path, int def)
-{
-	FILE *f = fopen(path, "r");
-	int v = def;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = def;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Can another process read us with process_vm_readv? A child (not our descendant, the case of
  * two independent processes under Yama) reads a word of ours. 0 or the errno it got. */
 static int probe_single_copy(void)
@@ -245,7 +244,7 @@ int omx__shared_mode_string(char *buf, size_t len)
 	if (omx__cfg.shared_disabled)
 		return snprintf(buf, len, "Shared communication: disabled (OMX_DISABLE_SHARED): same-host frames over Unix sockets");
 	omx__shared_policy_resolve();
-	int yama = read_int_file("/proc/sys/kernel/yama/ptrace_scope", -1);
+	int yama = omx_shm_yama_scope();
 	int denied = __atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
 	if (!denied && omx__cfg.shared_single_copy)
 		denied = probe_single_copy();

@@ -140,6 +140,15 @@ static int cma_range(pid_t pid, const struct iovec *mine, unsigned nmine, const 
 	return 0;
 }
 
+/* n (address, length) pairs of an export entry as iovecs. */
+static void load_segs(uint64_t (*s)[2], unsigned n, struct iovec *v)
+{
+	for (unsigned i = 0; i < n; i++) {
+		v[i].iov_base = (void *)(uintptr_t)__atomic_load_n(&s[i][0], __ATOMIC_ACQUIRE);
+		v[i].iov_len = (size_t)__atomic_load_n(&s[i][1], __ATOMIC_ACQUIRE);
+	}
+}
+
 static uint64_t iov_sum(const struct iovec *v, unsigned n)
 {
 	uint64_t s = 0;
@@ -233,10 +242,7 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 	uint64_t total = __atomic_load_n(&e->total, __ATOMIC_ACQUIRE);
 	if (nseg > OMX_SHM_EXPORT_SEGS)
 		return -ENOENT;
-	for (uint32_t i = 0; i < nseg; i++) {
-		src[i].iov_base = (void *)(uintptr_t)__atomic_load_n(&e->seg[i][0], __ATOMIC_ACQUIRE);
-		src[i].iov_len = (size_t)__atomic_load_n(&e->seg[i][1], __ATOMIC_ACQUIRE);
-	}
+	load_segs(e->seg, nseg, src);
 	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g1 || sn != seqnum)
 		return -ENOENT;
 	if (!valid)
@@ -258,14 +264,13 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 	return err ? err : w;
 }
 
-/* Yama's kernel.yama.ptrace_scope, read once (0 without Yama). */
-static int yama_scope(void)
+int omx_shm_yama_scope(void)
 {
-	static int cached = -1;
+	static int cached = -2; /* not read yet */
 	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-	if (v < 0) {
+	if (v == -2) {
 		FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-		v = 0;
+		v = -1;
 		if (f) {
 			if (fscanf(f, "%d", &v) != 1 || v < 0)
 				v = 3;
@@ -280,7 +285,7 @@ static int yama_scope(void)
 static int may_help(pid_t pid)
 {
 	uid_t me = geteuid();
-	if (yama_scope() > 0 && me != 0)
+	if (omx_shm_yama_scope() > 0 && me != 0)
 		return 0;
 	char path[32];
 	struct stat st;
@@ -303,16 +308,10 @@ int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uin
 	pid_t pid = (pid_t)__atomic_load_n(&e->dst_pid, __ATOMIC_RELAXED);
 	if (nsrc > OMX_SHM_EXPORT_SEGS || ndst > OMX_SHM_EXPORT_SEGS || pid <= 0 || !may_help(pid))
 		return 1; /* the receiver copies it all */
-	for (uint32_t i = 0; i < nsrc; i++) {
-		src[i].iov_base = (void *)(uintptr_t)__atomic_load_n(&e->seg[i][0], __ATOMIC_RELAXED);
-		src[i].iov_len = (size_t)__atomic_load_n(&e->seg[i][1], __ATOMIC_RELAXED);
-	}
-	for (uint32_t i = 0; i < ndst; i++) {
-		dst[i].iov_base = (void *)(uintptr_t)__atomic_load_n(&e->dst[i][0], __ATOMIC_RELAXED);
-		dst[i].iov_len = (size_t)__atomic_load_n(&e->dst[i][1], __ATOMIC_RELAXED);
-	}
+	load_segs(e->seg, nsrc, src);
+	load_segs(e->dst, ndst, dst);
 	/* Never write past either buffer, whatever the window says. */
-	uint64_t limit = iov_sum(src, nsrc) < iov_sum(dst, ndst) ? iov_sum(src, nsrc) : iov_sum(dst, ndst);
+	uint64_t ssum = iov_sum(src, nsrc), dsum = iov_sum(dst, ndst), limit = ssum < dsum ? ssum : dsum;
 	uint64_t at, n;
 	while ((n = claim(e, chunk, 1, &at))) {
 		int err = at + n > limit ? -EFAULT : cma_range(pid, src, nsrc, dst, ndst, at, n, 1);

@@ -79,6 +79,8 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
  * (process_vm_writev) until the two meet, adding the bytes written to *written. 0: not opened
  * yet (look again later); 1: nothing (more) for us to do with this use of the export. */
 int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uint64_t *written);
+/* Yama's kernel.yama.ptrace_scope (read once): -1 without Yama, 3 if unreadable. */
+int omx_shm_yama_scope(void);
 
 /* ---- copy engines ---- */
 enum omx_copy_engine { OMX_COPY_CPU = 0, OMX_COPY_NT = 1, OMX_COPY_HW = 2 };

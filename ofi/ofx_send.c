@@ -46,20 +46,25 @@ static void send_fail(struct ofx_ep *ep, struct ofx_op *s, int err, int prov_err
 	op_complete(ep, s, s->silent ? NULL : ep->txcq, &e, FI_ADDR_NOTAVAIL);
 }
 
+/* Hand a message to omx: with the data header (endpoints with FI_REMOTE_CQ_DATA) as a 2-segment
+ * send whose header and segments live in hdr and seg, else as the buffer alone. */
+static omx_return_t omx_post(struct ofx_ep *ep, struct ofx_conn *c, unsigned char *hdr, omx_seg_t *seg, const void *buf,
+			     size_t len, uint64_t match, uint64_t data, int has_data, void *context, omx_request_t *req)
+{
+	if (!ep->hlen)
+		return omx_isend(ep->oep, (void *)(uintptr_t)buf, len, c->addr, match, context, req);
+	hdr_put(hdr, data, has_data);
+	seg[0].ptr = hdr;
+	seg[0].len = OFX_HDR;
+	seg[1].ptr = (void *)(uintptr_t)buf;
+	seg[1].len = (uint32_t)len;
+	return omx_isendv(ep->oep, seg, 2, c->addr, match, context, req);
+}
+
 static void send_post(struct ofx_ep *ep, struct ofx_conn *c, struct ofx_op *s)
 {
 	void *b = s->inject_copy ? s->inject_copy : s->buf;
-	omx_return_t r;
-	if (ep->hlen) {
-		hdr_put(s->hdr, s->data, s->has_data);
-		s->seg[0].ptr = s->hdr;
-		s->seg[0].len = OFX_HDR;
-		s->seg[1].ptr = b;
-		s->seg[1].len = (uint32_t)s->len;
-		r = omx_isendv(ep->oep, s->seg, 2, c->addr, s->match, s, &s->req);
-	} else {
-		r = omx_isend(ep->oep, b, s->len, c->addr, s->match, s, &s->req);
-	}
+	omx_return_t r = omx_post(ep, c, s->hdr, s->seg, b, s->len, s->match, s->data, s->has_data, s, &s->req);
 	if (r != OMX_SUCCESS)
 		send_fail(ep, s, ofx_errno(r), (int)r);
 }
@@ -235,16 +240,9 @@ static void inject_now(struct ofx_ep *ep, struct ofx_conn *c, const void *buf, s
 		       uint64_t flags, uint64_t data)
 {
 	omx_request_t req = NULL;
-	omx_return_t r;
-	if (ep->hlen) {
-		unsigned char hdr[OFX_HDR];
-		hdr_put(hdr, data, (flags & FI_REMOTE_CQ_DATA) != 0);
-		omx_seg_t seg[2] = { { hdr, OFX_HDR }, { (void *)(uintptr_t)buf, (uint32_t)len } };
-		r = omx_isendv(ep->oep, seg, 2, c->addr, match, NULL, &req);
-	} else {
-		r = omx_isend(ep->oep, (void *)(uintptr_t)buf, len, c->addr, match, NULL, &req);
-	}
-	if (r == OMX_SUCCESS)
+	unsigned char hdr[OFX_HDR];
+	omx_seg_t seg[2];
+	if (omx_post(ep, c, hdr, seg, buf, len, match, data, (flags & FI_REMOTE_CQ_DATA) != 0, NULL, &req) == OMX_SUCCESS)
 		(void)omx_forget(ep->oep, &req);
 }
 

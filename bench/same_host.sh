@@ -68,6 +68,8 @@ omx_at_exit "rm -rf $TMP"
 omx_netns_setup 2 "${MTU:-9000}" || exit 1
 omx_netns_peers_file "$TMP/peers"
 mkdir -p "$TMP/lock"
+# Every omx process of the run: the one namespace's interface, its peers file, a private lock dir.
+OMXENV=(OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock")
 H=${OMX_HOSTNAME[0]}
 MEDIAN='
 import sys, statistics, collections
@@ -128,8 +130,7 @@ run_once() { # mode place run
 		if [ "$mode" = mpi-omx ]; then
 			# Open MPI over omx itself (pml cm, mtl ofi, our provider from the build), both ranks
 			# in the one namespace: what an MPI job sees of omx's same-host path
-			pre=(omx_host_exec 0 env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock"
-				FI_PROVIDER_PATH="$BUILD/ofi")
+			pre=(omx_host_exec 0 env "${OMXENV[@]}" FI_PROVIDER_PATH="$BUILD/ofi")
 			mca=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx --mca btl self
 				-x OMX_PEERS -x OMX_IFACES -x OMX_LOCK_DIR -x FI_PROVIDER_PATH)
 		elif [ "$mode" = ucx ]; then
@@ -152,7 +153,7 @@ run_once() { # mode place run
 	self*)
 		# One process, two endpoints, one thread: the library's instructions per message only
 		# (bench/self_pingpong.c); the placement does not apply. "self+VAR=value" as below.
-		local senv=(env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock" OMX_PROGRESS_THREAD=0)
+		local senv=(env "${OMXENV[@]}" OMX_PROGRESS_THREAD=0)
 		[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}" && senv+=("${more[@]}")
 		for l in $LENGTHS; do
 			[ "$l" -le 4096 ] || continue
@@ -168,7 +169,7 @@ run_once() { # mode place run
 	esac
 	# "mode+VAR=value+VAR2=value": extra variables for this mode
 	[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}" && extra+=("${more[@]}")
-	local envs=(env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock" "${extra[@]}")
+	local envs=(env "${OMXENV[@]}" "${extra[@]}")
 	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 0) "$PERF" -e 0 "${yield[@]}" >"$TMP/server.log" 2>&1 &
 	local srv=$!
 	for ((t = 0; t < 100; t++)); do

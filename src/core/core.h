@@ -231,6 +231,8 @@ struct omx_endpoint;
 
 struct omx_pull; /* large receive state (pull.c) */
 
+#define OMX_REQ_INLINE_SEGS 2u
+
 union omx_request {
 	struct omx_request_s {
 		struct omx_list queue_elt;   /* posted_recvs / unexp / partner lists */
@@ -242,8 +244,10 @@ union omx_request {
 		struct omx_endpoint *ep;
 		struct omx_partner *partner;
 		omx_status_t status;
-		omx_seg_t *segs; /* points at seg1 for one segment */
-		omx_seg_t seg1;
+		/* seg_in for up to OMX_REQ_INLINE_SEGS segments (a provider's header and payload are
+		 * two: no allocation per message), else an allocated array */
+		omx_seg_t *segs;
+		omx_seg_t seg_in[OMX_REQ_INLINE_SEGS];
 		uint32_t nseg;
 		uint32_t total_len; /* send: message length; recv: buffer length */
 		uint64_t last_send_ns;

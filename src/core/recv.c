@@ -603,13 +603,10 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 			return omx__error(ep, OMX_NO_RESOURCES, "Allocating receive request");
 		}
 	}
-	omx_seg_t *old_segs = r->s.segs;
-	omx_return_t ret = omx__req_set_segs(r, segs, nseg);
+	omx_return_t ret = omx__req_set_segs(r, segs, nseg); /* leaves r as it was if it fails */
 	if (ret != OMX_SUCCESS) {
 		if (!consumed)
 			omx__req_free(r);
-		else if (r->s.segs != old_segs)
-			r->s.segs = &r->s.seg1;
 		pthread_mutex_unlock(&ep->lock);
 		return omx__error(ep, ret, "Posting receive");
 	}

@@ -44,7 +44,7 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 	omx_list_add_tail(&ep->all_reqs, &r->s.all_elt);
 	r->s.type = type;
 	r->s.ep = ep;
-	r->s.segs = &r->s.seg1;
+	r->s.segs = r->s.seg_in;
 	r->s.nseg = 1;
 	r->s.resends_max = ep->resends_max;
 	r->s.u.send.region = -1;
@@ -54,7 +54,7 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 void omx__req_free(union omx_request *r)
 {
 	omx_list_del(&r->s.all_elt);
-	if (r->s.segs != &r->s.seg1)
+	if (r->s.segs != r->s.seg_in)
 		free(r->s.segs);
 	if (r->s.type <= OMX_REQ_SEND_SELF) {
 		if (r->s.u.send.data && r->s.u.send.data != r->s.inline_data)
@@ -123,32 +123,26 @@ void omx__req_complete(union omx_request *r, omx_return_t code)
 omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint32_t nseg)
 {
 	uint64_t total = 0;
-	if (nseg > OMX_MAX_SEGMENTS)
+	if (nseg > OMX_MAX_SEGMENTS || (nseg && !segs))
 		return OMX_SEGMENTS_BAD_COUNT;
-	if (nseg == 0 || !segs) {
-		r->s.seg1.ptr = NULL;
-		r->s.seg1.len = 0;
-		r->s.segs = &r->s.seg1;
+	if (nseg == 0) {
+		r->s.seg_in[0].ptr = NULL;
+		r->s.seg_in[0].len = 0;
+		r->s.segs = r->s.seg_in;
 		r->s.nseg = 1;
 		r->s.total_len = 0;
-		return nseg == 0 ? OMX_SUCCESS : OMX_SEGMENTS_BAD_COUNT;
+		return OMX_SUCCESS;
 	}
-	if (nseg == 1) {
-		r->s.seg1 = segs[0];
-		r->s.segs = &r->s.seg1;
-	} else {
-		r->s.segs = malloc(nseg * sizeof(*segs));
-		if (!r->s.segs) {
-			r->s.segs = &r->s.seg1;
-			return OMX_NO_RESOURCES;
-		}
-		memcpy(r->s.segs, segs, nseg * sizeof(*segs));
-	}
-	r->s.nseg = nseg;
 	for (uint32_t i = 0; i < nseg; i++)
 		total += segs[i].len;
 	if (total > UINT32_MAX)
 		return OMX_SEGMENTS_BAD_COUNT; /* [QUIRK fixed] the reference wrapped at 4 GiB */
+	omx_seg_t *dst = r->s.seg_in;
+	if (nseg > OMX_REQ_INLINE_SEGS && !(dst = malloc(nseg * sizeof(*segs))))
+		return OMX_NO_RESOURCES;
+	memcpy(dst, segs, nseg * sizeof(*segs));
+	r->s.segs = dst;
+	r->s.nseg = nseg;
 	r->s.total_len = (uint32_t)total;
 	return OMX_SUCCESS;
 }

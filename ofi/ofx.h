@@ -188,6 +188,7 @@ struct ofx_ep {
 	struct ofx_name self;
 	struct ofx_conn *conns;
 	size_t nconns;
+	size_t conns_waiting; /* connections CONN_PENDING or CONN_RETRY (conn_set) */
 	struct ofx_op *posted_head, *posted_tail;
 	struct ofx_op *unexp_head, *unexp_tail;
 	struct ofx_op *live; /* every op not freed yet, also those only omx knows of: freed by ep_close */

@@ -69,6 +69,16 @@ static void send_post(struct ofx_ep *ep, struct ofx_conn *c, struct ofx_op *s)
 		send_fail(ep, s, ofx_errno(r), (int)r);
 }
 
+/* Every state change of a connection goes here: conn_timers looks at the connections only while
+ * some are connecting (it ran on every CQ read, over every address the endpoint ever used). */
+static void conn_set(struct ofx_ep *ep, struct ofx_conn *c, enum ofx_conn_state state)
+{
+	int was = c->state == CONN_PENDING || c->state == CONN_RETRY;
+	int is = state == CONN_PENDING || state == CONN_RETRY;
+	ep->conns_waiting += (size_t)is - (size_t)was;
+	c->state = state;
+}
+
 static void conn_start(struct ofx_ep *ep, size_t idx)
 {
 	struct ofx_conn *c = &ep->conns[idx];
@@ -82,11 +92,11 @@ static void conn_start(struct ofx_ep *ep, size_t idx)
 		c->cop = cop;
 	}
 	if (omx_iconnect(ep->oep, nm->nic, nm->epid, nm->key, 0, cop, &cop->req) == OMX_SUCCESS) {
-		c->state = CONN_PENDING;
+		conn_set(ep, c, CONN_PENDING);
 		return;
 	}
 retry:
-	c->state = CONN_RETRY;
+	conn_set(ep, c, CONN_RETRY);
 	c->retry_at = now_ns() + 100000000ull;
 }
 
@@ -98,7 +108,7 @@ static void conn_fail_all(struct ofx_ep *ep, struct ofx_conn *c, int err, int pr
 		send_fail(ep, s, err, prov_errno);
 	}
 	c->qtail = NULL;
-	c->state = CONN_NONE;
+	conn_set(ep, c, CONN_NONE);
 }
 
 static void conn_done(struct ofx_ep *ep, struct ofx_op *cop, const omx_status_t *st)
@@ -111,7 +121,7 @@ static void conn_done(struct ofx_ep *ep, struct ofx_op *cop, const omx_status_t 
 	}
 	if (st->code == OMX_SUCCESS) {
 		c->addr = st->addr;
-		c->state = CONN_UP;
+		conn_set(ep, c, CONN_UP);
 		while (c->qhead) {
 			struct ofx_op *s = c->qhead;
 			c->qhead = s->next;
@@ -123,7 +133,7 @@ static void conn_done(struct ofx_ep *ep, struct ofx_op *cop, const omx_status_t 
 	}
 	if (now_ns() < c->deadline && st->code != OMX_REMOTE_ENDPOINT_BAD_CONNECTION_KEY &&
 	    st->code != OMX_NIC_ID_NOT_FOUND && st->code != OMX_CANCELLED) {
-		c->state = CONN_RETRY; /* peer endpoint not open yet, or no answer: try again */
+		conn_set(ep, c, CONN_RETRY); /* peer endpoint not open yet, or no answer: try again */
 		c->retry_at = now_ns() + 100000000ull;
 		return;
 	}
@@ -136,7 +146,7 @@ static void conn_done(struct ofx_ep *ep, struct ofx_op *cop, const omx_status_t 
 static void conn_timers(struct ofx_ep *ep)
 {
 	uint64_t t = 0;
-	for (size_t i = 0; i < ep->nconns; i++) {
+	for (size_t i = 0; ep->conns_waiting && i < ep->nconns; i++) {
 		struct ofx_conn *c = &ep->conns[i];
 		if (c->state != CONN_RETRY && c->state != CONN_PENDING)
 			continue;

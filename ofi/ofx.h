@@ -201,6 +201,7 @@ struct ofx_ep {
 struct ofx_domain {
 	struct fid_domain dom;
 	pthread_mutex_t lock;
+	pthread_t holder; /* the thread holding lock, 0 if none (dom_held) */
 	uint32_t board;
 	uint64_t nic;
 };
@@ -212,12 +213,18 @@ struct ofx_fabric {
 /*
  * The domain lock serialises every provider call. The omx unexpected handler runs either inside
  * an omx call made by a provider function (the calling thread already holds the lock) or on the
- * endpoint's omx progress thread (it does not, and must take it): a thread-local records which
- * domain the current thread holds.
+ * endpoint's omx progress thread (it does not, and must take it): dom_held tells. The domain
+ * records its holder (a thread-local did, but in a dlopen'ed library every access to one is a
+ * __tls_get_addr call, 2-4% of a small-message MPI ping-pong's CPU samples).
  */
-extern _Thread_local struct ofx_domain *ofx_held;
 void dom_lock(struct ofx_domain *d);
 void dom_unlock(struct ofx_domain *d);
+/* Whether the calling thread holds d's lock: only it stores its own id there, so a relaxed read
+ * that sees it is its own store, and one that does not cannot be. */
+static inline int dom_held(struct ofx_domain *d)
+{
+	return pthread_equal(__atomic_load_n(&d->holder, __ATOMIC_RELAXED), pthread_self());
+}
 
 /* Settings read from the environment once, by ofx_omx_init (ofx_fabric.c, which explains them). */
 extern uint64_t connect_timeout_ns; /* OMX_FI_CONNECT_TIMEOUT */

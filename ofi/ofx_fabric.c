@@ -11,18 +11,15 @@
 
 /* ------------------------------------------------------------------ domain lock, clock */
 
-/* The domain the current thread holds the lock of (see ofx.h). */
-_Thread_local struct ofx_domain *ofx_held;
-
 void dom_lock(struct ofx_domain *d)
 {
 	pthread_mutex_lock(&d->lock);
-	ofx_held = d;
+	__atomic_store_n(&d->holder, pthread_self(), __ATOMIC_RELAXED);
 }
 
 void dom_unlock(struct ofx_domain *d)
 {
-	ofx_held = NULL;
+	__atomic_store_n(&d->holder, (pthread_t)0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&d->lock);
 }
 

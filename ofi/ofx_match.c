@@ -211,7 +211,7 @@ omx_unexp_handler_action_t unexp_handler(void *context, omx_endpoint_addr_t sour
 					 void *data)
 {
 	struct ofx_ep *ep = context;
-	int take = ofx_held != ep->dom; /* on the omx progress thread */
+	int take = !dom_held(ep->dom); /* on the omx progress thread */
 	if (take)
 		dom_lock(ep->dom);
 	omx_unexp_handler_action_t a = OMX_UNEXP_HANDLER_RECV_FINISHED; /* closing: drop it */

@@ -10,6 +10,19 @@ PASS=0
 FAILS=0
 TMP=$(mktemp -d /tmp/omx-it.XXXXXX)
 omx_at_exit "[ -n \"${OMX_KEEP_TMP:-}\" ] || rm -rf $TMP"
+# Nothing a test starts writes to the host's /dev/shm: every process inherits a private ring
+# directory (OMX_SHM_DIR: endpoints the tests kill or time out leave their ring files there, and
+# they went to /dev/shm) and a default lock directory (OMX_LOCK_DIR, for slot locks, counters and
+# omx-discovered.peers of a process started without omx_env; omx_env's per-host one wins).
+# World-writable (sticky) for test_broker's processes running as nobody. Not for the benchmarks
+# that source this file (bench/mpi.sh): their rings stay on tmpfs.
+case "$0" in
+bench/* | */bench/*) ;;
+*)
+	mkdir -p "$TMP/shm" "$TMP/lock" && chmod 1777 "$TMP/shm" "$TMP/lock"
+	export OMX_SHM_DIR="$TMP/shm" OMX_LOCK_DIR="$TMP/lock"
+	;;
+esac
 ok() { PASS=$((PASS + 1)); echo "ok   - $*"; }
 ko() { FAILS=$((FAILS + 1)); echo "FAIL - $*"; }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else ko "$what"; fi; }

@@ -329,6 +329,8 @@ struct omx_partner {
 	uint64_t ack_since_ns;
 	struct omx_list ack_elt;
 	uint32_t wire_mtu; /* peer's frame MTU from the handshake (0 unknown) */
+	uint8_t same_host; /* send.c's same_host(): 0 not looked yet, 1 an endpoint of this host with
+			     a shared-memory ring on our side, 2 not (fixed for the partner's life) */
 };
 
 /* ---- endpoints ---- */
@@ -437,6 +439,7 @@ struct omx_endpoint {
 	/* At the end, to leave the layout of the hot fields above as it was. */
 	uint32_t coop_exports; /* single-copy exports whose receiver may ask for our help (shared.c) */
 	uint64_t coop_mask[OMX_REGION_MAX / 64]; /* their regions */
+	uint16_t local_window; /* send.c send_window: unacked messages to a same-host partner (0: no limit) */
 };
 
 /* ---- internal functions ---- */
@@ -500,6 +503,9 @@ typedef int (*omx_wait_cond_fn)(struct omx_endpoint *ep, void *arg);
  * Returns 1 if cond became true. */
 int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms);
 void omx__notify_waiters(struct omx_endpoint *ep);
+/* A TINY or SMALL frame to an endpoint of this host (ep->local): omx__send_frame without the
+ * look-up of the destination. */
+void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* Several frames to one destination (pull replies): one system call where the transport batches. */
 void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter);
@@ -603,6 +609,8 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds);
 
 /* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
 int omx__partner_shared(const struct omx_partner *p);
+/* Unacked messages allowed to a same-host partner (send.c send_window); 0 without a ring. */
+uint16_t omx__shared_send_window(struct omx_endpoint *ep);
 void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */
 int omx__shared_export(union omx_request *r); /* 1: a same-host receiver can copy it directly */
 void omx__shared_unexport(struct omx_endpoint *ep, int region);

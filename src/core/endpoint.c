@@ -176,36 +176,9 @@ static size_t frame_encode(struct omx_endpoint *ep, const struct omx_wire_params
 	return n;
 }
 
-void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
+/* The transmission's outcome, for both paths of omx__send_frame. */
+static void sent(struct omx_endpoint *ep, const struct omx_pkt *pkt, int local, int r, int counter)
 {
-	struct iovec iov[2];
-	unsigned iovcnt = 1;
-	int local = ep->local && omx__is_local_mac(pkt->dst_mac);
-	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp;
-	size_t n;
-	if (local && (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL)) {
-		/* Most same-host frames: written straight from their fields and unpadded (the generic
-		 * encoder and the trimming below cost ~240 of a same-host message's ~3470
-		 * instructions, bench/self_pingpong). */
-		memcpy(pkt->src_mac, ep->board->iface.mac, 6);
-		n = omx_wire_encode_eager(pkt, ep->txbuf, ep->txbuf_len);
-		if (!n)
-			omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
-	} else {
-		n = frame_encode(ep, wp, pkt, ep->txbuf, ep->txbuf_len, iov, &iovcnt);
-		if (n && local && iovcnt == 1 && n == OMX_FRAME_MIN) {
-			/* No Ethernet on the way: unpadded, a tiny frame fits one cache line of the ring
-			 * slot (one line transfer less per frame). */
-			size_t unpadded = omx_wire_frame_len(wp, pkt);
-			if (unpadded && unpadded < n)
-				n = unpadded;
-		}
-	}
-	if (!n)
-		return;
-	iov[0].iov_base = ep->txbuf;
-	iov[0].iov_len = n;
-	int r = (local ? ep->local : ep->net)->ops->send(local ? ep->local : ep->net, iov, iovcnt);
 	if (local && (r == -ECONNREFUSED || r == -ENOENT)) {
 		local_refused(ep, pkt);
 		return;
@@ -220,6 +193,46 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 		omx__count_add(ep->board, OMX_C_X_SHARED_BYTES, pkt->payload_len);
 	if (counter >= 0)
 		omx__count(ep->board, counter);
+}
+
+void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
+{
+	/* Most same-host frames: written straight from their fields and unpadded (the generic
+	 * encoder and the trimming in omx__send_frame cost ~240 of a same-host message's ~3470
+	 * instructions, bench/self_pingpong). */
+	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
+	size_t n = omx_wire_encode_eager(pkt, ep->txbuf, ep->txbuf_len);
+	if (!n) {
+		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
+		return;
+	}
+	struct iovec iov = { ep->txbuf, n };
+	sent(ep, pkt, 1, ep->local->ops->send(ep->local, &iov, 1), counter);
+}
+
+void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
+{
+	struct iovec iov[2];
+	unsigned iovcnt = 1;
+	int local = ep->local && omx__is_local_mac(pkt->dst_mac);
+	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp;
+	if (local && (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL)) {
+		omx__send_eager_local(ep, pkt, counter);
+		return;
+	}
+	size_t n = frame_encode(ep, wp, pkt, ep->txbuf, ep->txbuf_len, iov, &iovcnt);
+	if (n && local && iovcnt == 1 && n == OMX_FRAME_MIN) {
+		/* No Ethernet on the way: unpadded, a tiny frame fits one cache line of the ring
+		 * slot (one line transfer less per frame). */
+		size_t unpadded = omx_wire_frame_len(wp, pkt);
+		if (unpadded && unpadded < n)
+			n = unpadded;
+	}
+	if (!n)
+		return;
+	iov[0].iov_base = ep->txbuf;
+	iov[0].iov_len = n;
+	sent(ep, pkt, local, (local ? ep->local : ep->net)->ops->send(local ? ep->local : ep->net, iov, iovcnt), counter);
 }
 
 /* A batch slot: the head of a gathered frame, or a whole frame whose payload is below
@@ -632,6 +645,7 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 				  ep->endpoint_index, strerror(-ls.ring_error));
 		}
 	}
+	ep->local_window = omx__shared_send_window(ep);
 	if (omx__cfg.fault_enabled) {
 		struct omx_fault_spec fs = omx__cfg.fault;
 		fs.seed ^= ((uint64_t)ep->board_index << 40) ^ ((uint64_t)ep->endpoint_index << 32) ^ (uint64_t)getpid();

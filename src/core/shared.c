@@ -64,6 +64,16 @@ void omx__shared_policy_resolve(void)
 	(void)pthread_once(&policy_once, policy_resolve_once);
 }
 
+uint16_t omx__shared_send_window(struct omx_endpoint *ep)
+{
+	struct omx_shm_ring *own = ep->local ? omx_net_local_own_ring(ep->local) : NULL;
+	if (!own)
+		return 0;
+	/* Our ring's slot count, as the partners' rings have (they run our configuration). */
+	uint32_t slots = omx_shm_ring_slots(own);
+	return (uint16_t)(slots < 16 ? 16 : slots > OMX_THROTTLE_WINDOW ? OMX_THROTTLE_WINDOW : slots);
+}
+
 int omx__partner_shared(const struct omx_partner *p)
 {
 	struct omx_endpoint *ep = p->ep;

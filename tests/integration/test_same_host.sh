@@ -49,6 +49,19 @@ for mode in "send recv" "both both"; do
 			test "$A$B" = 00
 	done
 done
+# A receiver that stops calling the library for 0.5 s (omx_stress -p) while its peer keeps 1024
+# small messages in flight to it, with a socket queue of 8 datagrams (net.unix.max_dgram_qlen):
+# senders keep no more unacked messages in flight than the receiver's ring holds, so nothing is
+# refused and lost; with 10-minute resend timers a lost frame would hold the run until the timeout.
+omx_ns_exec 0 sysctl -qw net.unix.max_dgram_qlen=8
+run0 env $X timeout 60 "$S" -d "$H0" -e 0 -r 1 -n 20000 -m 128 -w 1024 -s 5 -p 100:500 >"$TMP/st0.log" 2>&1 &
+A=$!
+run0 env $X timeout 60 "$S" -d "$H0" -e 1 -r 0 -n 20000 -m 128 -w 1024 -s 6 >"$TMP/st1.log" 2>&1
+B=$?
+wait $A; A=$?
+omx_ns_exec 0 sysctl -qw net.unix.max_dgram_qlen=1024
+check "a receiver stalled for 0.5 s under 1024 small messages in flight: nothing lost, no retransmission needed ($(tail -qn 1 "$TMP/st0.log" "$TMP/st1.log" | tr '\n' ' '))" \
+	test "$A$B" = 00
 out=$(run0 timeout 30 "$P" connect "$H0" 9 -t 5000)
 check "connect to a closed same-host endpoint: NACKed at once ($out)" grep -q "Remote Endpoint is Closed" <<<"$out"
 finish

@@ -19,6 +19,9 @@
  * with "endpoint closed", "unreachable" or "bad session"), the program reports "peer lost" and
  * exits with status 3 instead of waiting for it. -g uses tags with a single peer too (to talk to a
  * process that has several peers). -b opens the endpoint on another board than 0.
+ * -p N:MS: once N messages were received, stay out of the library for MS milliseconds (a stalled
+ * receiver: its peers' frames pile up until their transport refuses them, and the protocol must
+ * deliver them again later).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -121,9 +124,12 @@ int main(int argc, char **argv)
 	unsigned nlist = 0;
 	uint64_t seed = 1;
 	int c;
+	char *colon = NULL;
+	unsigned long long pause_after = 0;
+	unsigned long pause_ms = 0;
 	int force_tag = 0;
 	uint32_t board = 0;
-	while ((c = getopt(argc, argv, "b:d:e:r:n:m:l:z:w:s:i:gh")) != -1) {
+	while ((c = getopt(argc, argv, "b:d:e:r:n:m:l:z:w:s:i:p:gh")) != -1) {
 		switch (c) {
 		case 'd': hosts = optarg; break;
 		case 'e': my_ep = (uint32_t)atoi(optarg); break;
@@ -140,8 +146,12 @@ int main(int argc, char **argv)
 		case 'i': my_tag = atoi(optarg); break;
 		case 'g': force_tag = 1; break;
 		case 'b': board = (uint32_t)atoi(optarg); break;
+		case 'p':
+			pause_after = strtoull(optarg, &colon, 0);
+			pause_ms = *colon == ':' ? strtoul(colon + 1, NULL, 0) : 0;
+			break;
 		default:
-			fprintf(stderr, "usage: omx_stress -d peerhost:ep[,host...] [-b board] [-e ep] [-r peer_ep[,ep...]] [-i tag] [-g] [-n count] [-m maxlen] [-w window] [-s seed]\n");
+			fprintf(stderr, "usage: omx_stress -d peerhost:ep[,host...] [-b board] [-e ep] [-r peer_ep[,ep...]] [-i tag] [-g] [-n count] [-m maxlen] [-w window] [-s seed] [-p N:MS]\n");
 			return 2;
 		}
 	}
@@ -290,6 +300,12 @@ int main(int argc, char **argv)
 					P->rs[i].post_no = P->posted++;
 				}
 			}
+		}
+		if (pause_ms && total_received >= pause_after) {
+			struct timespec ts = { (time_t)(pause_ms / 1000), (long)(pause_ms % 1000) * 1000000L };
+			while (nanosleep(&ts, &ts) < 0)
+				;
+			pause_ms = 0;
 		}
 		if (!progress)
 			omx_progress(ep);

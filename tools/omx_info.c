@@ -103,7 +103,7 @@ static int show_board(uint32_t i, int verb)
 	struct omx_wire_params wp;
 	int mtu_ok = omx_wire_params_init(&wp, omx__cfg.wire_mode, effective_mtu(b)) == 0;
 	if (verb && mtu_ok) {
-		uint32_t thr = omx__cfg.rndv_threshold < wp.medium_max ? omx__cfg.rndv_threshold : wp.medium_max;
+		uint32_t thr = omx__rndv_threshold(&wp);
 		printf("   %s wire mode, frames up to %" PRIu32 " bytes, medium messages up to %" PRIu32
 		       " bytes, rendezvous above %" PRIu32 " bytes\n",
 		       wp.mode == OMX_WIRE_COMPAT ? "MX-compatible" : "extended", wp.mtu, wp.medium_max, thr);
@@ -162,7 +162,8 @@ static void show_config(void)
 	printf("\nLibrary configuration (environment):\n");
 	printf("  OMX_WIRE_MODE = %s\n", c->wire_mode == OMX_WIRE_COMPAT ? "compat" : "extended");
 	printf("  OMX_MTU = %" PRIu32 "%s\n", c->mtu_override, c->mtu_override ? "" : " (interface MTU)");
-	printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "\n", c->rndv_threshold);
+	printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->rndv_threshold,
+	       c->rndv_auto ? " (auto: 65536 over frames of 32 KiB or more)" : "");
 	printf("  OMX_SHARED_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->shared_rndv_threshold, c->shared_rndv_auto ? " (auto)" : "");
 	printf("  OMX_SHARED_SINGLE_COPY_MIN = %" PRIu32 "%s\n", c->shared_single_copy_min,
 	       c->shared_single_copy_min_auto ? " (auto)" : "");

@@ -23,7 +23,7 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_IFACES", "all" }, { "OMX_PEERS", "" }, { "OMX_HOSTNAME", "(kernel nodename)" },
 	{ "OMX_PEER_MAX", "1024" }, { "OMX_ENDPOINT_MAX", "32" }, { "OMX_LOCK_DIR", "/dev/shm" },
 	{ "OMX_DISCOVERY", "auto" }, { "OMX_DISCOVERY_WAIT_MS", "3000" },
-	{ "OMX_WIRE_MODE", "extended" }, { "OMX_MTU", "0" }, { "OMX_RNDV_THRESHOLD", "32768" },
+	{ "OMX_WIRE_MODE", "extended" }, { "OMX_MTU", "0" }, { "OMX_RNDV_THRESHOLD", "auto" },
 	{ "OMX_SHARED_RNDV_THRESHOLD", "auto" }, { "OMX_DISABLE_SHARED", "0" }, { "OMX_SHARED_SINGLE_COPY", "1" },
 	{ "OMX_SHARED_SINGLE_COPY_MIN", "auto" }, { "OMX_SHARED_COOP_CHUNK", "262144" }, { "OMX_SHARED_NT_THRESHOLD", "2097152" }, { "OMX_SHARED_RING_KB", "auto" }, { "OMX_SHM_DIR", "/dev/shm" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
 	{ "OMX_ACK_DELAY_MS", "16" }, { "OMX_NOTACKED_MAX", "4" }, { "OMX_PULL_RESEND_MS", "1000" },
@@ -192,7 +192,11 @@ void omx__config_load_init(void)
 
 static void load_thresholds(struct omx_config *c, uint32_t medium_max)
 {
-	c->rndv_threshold = env_u32("OMX_RNDV_THRESHOLD", NULL, 32768);
+	/* Remote threshold: unset or "auto", 32768, or 65536 on interfaces whose frames carry 32 KiB
+	 * or more (omx__rndv_threshold). */
+	const char *r = getenv("OMX_RNDV_THRESHOLD");
+	c->rndv_auto = !r || !*r || !strcmp(r, "auto");
+	c->rndv_threshold = c->rndv_auto ? 32768 : env_u32("OMX_RNDV_THRESHOLD", NULL, 32768);
 	/* Same-host thresholds: unset or "auto", chosen by measuring the machine at the first
 	 * endpoint open (shared.c); until then, and if that fails, the values of stop 18. */
 	const char *v = getenv("OMX_SHARED_RNDV_THRESHOLD");

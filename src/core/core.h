@@ -44,7 +44,8 @@ struct omx_config {
 	unsigned abort_sleeps;
 	/* first endpoint open */
 	int loaded;
-	uint32_t rndv_threshold;        /* remote peers */
+	uint32_t rndv_threshold;        /* remote peers (with rndv_auto: the value below jumbo frames) */
+	int rndv_auto;                  /* OMX_RNDV_THRESHOLD unset or "auto": omx__rndv_threshold */
 	uint32_t shared_rndv_threshold; /* same-host peers */
 	uint32_t shared_single_copy_min; /* same-host rendezvous from this size: process_vm_readv; below: pulls */
 	int shared_rndv_auto;            /* the two above unset: measured (omx__shared_policy_resolve) */
@@ -609,6 +610,8 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds);
 
 /* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
 int omx__partner_shared(const struct omx_partner *p);
+/* The largest eager message to remote peers over an interface of these wire parameters. */
+uint32_t omx__rndv_threshold(const struct omx_wire_params *wp);
 /* Unacked messages allowed to a same-host partner (send.c send_window); 0 without a ring. */
 uint16_t omx__shared_send_window(struct omx_endpoint *ep);
 void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */

@@ -410,10 +410,23 @@ void omx__self_deferred_drain(struct omx_endpoint *ep)
 
 /* ---- posting ---- */
 
+/*
+ * At MTU 65535 a 64 KiB message is one or two frames, and a rendezvous (RNDV, PULL, replies,
+ * NOTIFY: two round trips) cost 40% of its bandwidth: omx_perf between two namespaces, median of
+ * 3, 4366-4470 MB/s ping-pong at 64 KiB against 6869 as a medium, stream 4032 against 5592 (TCP:
+ * 7554 / 5368), no other size changed (docs/performance.md, stop 24). Below 32 KiB frames the
+ * historical 32 KiB stands (MTU 9000: stop 12 found ~10% at 64 KiB only with 256 KiB).
+ */
+uint32_t omx__rndv_threshold(const struct omx_wire_params *wp)
+{
+	uint32_t t = omx__cfg.rndv_auto && wp->medium_frag_max >= 32768 ? 65536 : omx__cfg.rndv_threshold;
+	return t < wp->medium_max ? t : wp->medium_max;
+}
+
 static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request *r, int synchronous)
 {
 	uint32_t len = r->s.total_len;
-	uint32_t threshold = omx__partner_shared(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__cfg.rndv_threshold;
+	uint32_t threshold = omx__partner_shared(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__rndv_threshold(&ep->wp);
 	if (threshold > ep->wp.medium_max) { /* same-host partners' mediums may be larger (wire.c) */
 		uint32_t medium_max = omx__wp_for(ep, r->s.partner->mac)->medium_max;
 		if (threshold > medium_max)

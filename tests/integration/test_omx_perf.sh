@@ -163,7 +163,7 @@ check_info() {
 	check "$name: peers listed right after the '=' line" \
 		[ "$(sed -n '/^=\{48\}$/{n;p;}' <<<"$out")" = "  0) ${OMX_MAC[0]} ${OMX_HOSTNAME[0]}:0" ]
 	check "$name: configuration lines" grep -qE '^  OMX_WIRE_MODE = (extended|compat)$' <<<"$out"
-	check "$name: rendezvous threshold shown" grep -qE '^  OMX_RNDV_THRESHOLD = [0-9]+$' <<<"$out"
+	check "$name: rendezvous threshold shown" grep -qE '^  OMX_RNDV_THRESHOLD = [0-9]+( \(auto[^)]*\))?$' <<<"$out"
 	if [ "$warn" = warn ]; then
 		check "$name: MTU warning on stderr" grep -qxE '   WARNING: MTU=[0-9]+ invalid' "$TMP/info.err"
 	else

@@ -179,6 +179,10 @@ static void show_config(void)
 	else
 		printf("  OMX_RX_RING_KB = auto (%u slots of the MTU, at most %llu KiB)\n", OMX_RX_RING_AUTO_SLOTS,
 		       OMX_RX_RING_AUTO_MAX >> 10);
+	if (c->rx_pull_split)
+		printf("  OMX_RX_SPLIT = pull\n");
+	else
+		printf("  OMX_RX_SPLIT = %" PRIu32 "%s\n", c->rx_split, c->rx_split ? "" : " (off)");
 	if (c->shared_ring_kb)
 		printf("  OMX_SHARED_RING_KB = %" PRIu32 "\n", c->shared_ring_kb);
 	else

@@ -59,6 +59,7 @@ struct omx_config {
 	uint64_t xfer_spin_ns;     /* ... and while a large transfer is moving (OMX_XFER_SPIN_US) */
 	uint32_t rx_ring_kb;       /* receive ring per endpoint; 0 = OMX_RX_RING_AUTO_SLOTS */
 	uint32_t rx_split;         /* bytes of a frame the ring keeps (longer: split receive); 0 off */
+	uint32_t rx_pull_split;    /* OMX_RX_SPLIT=pull: slot bytes of the pull replies' socket; 0 off */
 	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
 	uint64_t unexp_peer_max;   /* ... of which one partner may use */
 	int progress_thread;       /* asynchronous progress thread per endpoint */

@@ -613,6 +613,7 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		omx__broker_opts(&o);
 		o.rx_ring_frames = omx__rx_ring_frames(omx__cfg.rx_ring_kb, ep->board->iface.mtu);
 		o.rx_split = omx__cfg.rx_split;
+		o.rx_pull_split = omx__cfg.rx_pull_split;
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
 	}
 	if (!ep->net) {

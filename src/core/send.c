@@ -459,6 +459,17 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
  * completion): the reliability layer cannot tell the two apart. The request is allocated first,
  * so that a send that went out is never reported as failed.
  */
+/* An eager send's payload is ours once sent: it completes before its ack ("zombie") unless
+ * too many do already. */
+static void complete_early(struct omx_endpoint *ep, union omx_request *r)
+{
+	if (ep->zombies >= omx__cfg.zombie_max)
+		return;
+	r->s.state |= OMX_RS_DONE_EARLY;
+	ep->zombies++;
+	omx__req_complete(r, OMX_SUCCESS);
+}
+
 static int eager_local_fits(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg,
 			    int synchronous)
 {
@@ -517,11 +528,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
 	r->s.last_send_ns = omx__ep_clock(ep);
 	omx_list_add_tail(&ep->resend_list, &r->s.timer_elt);
-	if (ep->zombies < omx__cfg.zombie_max) {
-		r->s.state |= OMX_RS_DONE_EARLY;
-		ep->zombies++;
-		omx__req_complete(r, OMX_SUCCESS);
-	}
+	complete_early(ep, r);
 	omx__progress(ep);
 	pthread_mutex_unlock(&ep->lock);
 	return OMX_SUCCESS;
@@ -577,12 +584,8 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 			r->s.state |= OMX_RS_NEED_SEQNUM;
 			omx_list_add_tail(&p->throttled, &r->s.queue_elt);
 		}
-		/* Eager payloads are ours now: complete early unless too many zombies. */
-		if (r->s.type != OMX_REQ_SEND_LARGE && ep->zombies < omx__cfg.zombie_max && (r->s.state & OMX_RS_NEED_ACK)) {
-			r->s.state |= OMX_RS_DONE_EARLY;
-			ep->zombies++;
-			omx__req_complete(r, OMX_SUCCESS);
-		}
+		if (r->s.type != OMX_REQ_SEND_LARGE && (r->s.state & OMX_RS_NEED_ACK))
+			complete_early(ep, r);
 	}
 	omx__progress(ep);
 	pthread_mutex_unlock(&ep->lock);

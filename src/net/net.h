@@ -93,6 +93,11 @@ struct omx_net_opts {
 	unsigned rx_split;       /* ring slots hold this many bytes of a frame (longer ones are split:
 				  * see omx_net_split_fn); < 256 or >= the MTU: whole frames. Only for
 				  * sockets opened directly (not through omxd) */
+	unsigned rx_pull_split;  /* >= 256: PULL_REPLY frames go to a second socket whose slots hold
+				  * this many bytes (split as above), every other frame whole into the
+				  * first; also only directly. 0: off */
+	int filter_mode;         /* internal: 0 every frame for the endpoint, 1 all but PULL_REPLY,
+				  * 2 only PULL_REPLY */
 };
 
 /*

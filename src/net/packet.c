@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -63,6 +64,11 @@ struct omx_net_packet {
 	/* split receive (opts.rx_split) */
 	int split;
 	uint8_t *bounce;        /* a whole frame, for split frames the owner does not place */
+	/* pull replies split (opts.rx_pull_split): a second transport of this type, with small slots,
+	 * whose filter takes only our PULL_REPLY frames (ours then takes everything else whole);
+	 * base.fd is then an epoll descriptor over both sockets */
+	struct omx_net_packet *pull;
+	int epfd;
 };
 
 struct omx_net_split {
@@ -95,7 +101,7 @@ uint64_t omx_net_packet_drops(struct omx_net *n)
 {
 	struct omx_net_packet *p = to_pkt(n);
 	pkt_stats_update(p);
-	return p->drops + p->truncated;
+	return p->drops + p->truncated + (p->pull ? omx_net_packet_drops(&p->pull->base) : 0);
 }
 
 static inline struct tpacket2_hdr *pkt_slot(struct omx_net_packet *p, unsigned idx)
@@ -221,9 +227,14 @@ static __attribute__((noinline)) int pkt_recv_frames(struct omx_net_packet *p, o
 static int pkt_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsigned max)
 {
 	struct omx_net_packet *p = to_pkt(n);
-	if (!(__atomic_load_n(&pkt_slot(p, p->head)->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
-		return 0;
-	return pkt_recv_frames(p, fn, arg, max);
+	int count = 0;
+	if (__atomic_load_n(&pkt_slot(p, p->head)->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)
+		count = pkt_recv_frames(p, fn, arg, max);
+	if (p->pull && (unsigned)count < max) {
+		p->pull->base.split_fn = p->base.split_fn;
+		count += pkt_recv_burst(&p->pull->base, fn, arg, max - (unsigned)count);
+	}
+	return count;
 }
 
 static int pkt_send(struct omx_net *n, const struct iovec *iov, unsigned iovcnt)
@@ -282,6 +293,10 @@ static void pkt_close(struct omx_net *n)
 		close(p->sock);
 	if (p->broker_fd >= 0)
 		close(p->broker_fd);
+	if (p->pull)
+		pkt_close(&p->pull->base);
+	if (p->epfd >= 0)
+		close(p->epfd);
 	free(p->bounce);
 	free(p);
 }
@@ -340,7 +355,9 @@ int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, un
 	return 0;
 }
 
-static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifindex)
+/* mode (omx_net_opts.filter_mode): 0 every frame for ep, 1 the same but PULL_REPLY, 2 only ep's
+ * PULL_REPLY frames. */
+static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifindex, int mode)
 {
 	unsigned i = 0;
 	/* Instruction indexes, fixed so that jump offsets can be computed by hand. */
@@ -384,11 +401,13 @@ static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifi
 	f[L_ETH] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12);
 	f[L_ETHCHK] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, OMX_ETH_P, 0, J(L_ETHCHK, L_DROP));
 	f[L_PTYPE] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 16);
-	f[L_RAW] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_RAW, J(L_RAW, L_ACCEPT), 0);
-	f[L_HQ] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_HOST_QUERY, J(L_HQ, L_ACCEPT), 0);
-	f[L_HR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_HOST_REPLY, J(L_HR, L_ACCEPT), 0);
-	f[L_NL] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_NACK_LIB, J(L_NL, L_LD25), 0);
-	f[L_PR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_PULL_REPLY, J(L_PR, L_LD31), 0);
+	int only_pr = mode == 2;
+	f[L_RAW] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_RAW, only_pr ? J(L_RAW, L_DROP) : J(L_RAW, L_ACCEPT), 0);
+	f[L_HQ] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_HOST_QUERY, only_pr ? J(L_HQ, L_DROP) : J(L_HQ, L_ACCEPT), 0);
+	f[L_HR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_HOST_REPLY, only_pr ? J(L_HR, L_DROP) : J(L_HR, L_ACCEPT), 0);
+	f[L_NL] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_NACK_LIB, only_pr ? J(L_NL, L_DROP) : J(L_NL, L_LD25), 0);
+	f[L_PR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_PULL_REPLY,
+					       mode == 1 ? J(L_PR, L_DROP) : J(L_PR, L_LD31), only_pr ? J(L_PR, L_DROP) : 0);
 	f[L_LD17] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 17);
 	f[L_CMP17] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ep, J(L_CMP17, L_ACCEPT), J(L_CMP17, L_DROP));
 	f[L_LD25] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 25);
@@ -465,7 +484,7 @@ int omx_net_packet_socket(int ifindex, uint8_t endpoint, const struct omx_net_op
 		return -errno;
 
 	struct sock_filter insns[32];
-	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints, ifindex),
+	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints, ifindex, opts->filter_mode),
 				  .filter = insns};
 	if (opts->nack_responder) /* no endpoint open yet: every NACKable frame; replaced later */
 		prog.len = (unsigned short)build_nack_filter(insns, NULL, 0);
@@ -543,8 +562,30 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	}
 	p->sock = -1;
 	p->broker_fd = -1;
+	p->epfd = -1;
 	p->ring = MAP_FAILED;
 	omx_net_packet_ring_req(info.mtu, opts->rx_ring_frames, &req);
+	struct omx_net_opts mine;
+	if (opts->rx_pull_split >= 256 && opts->rx_pull_split < info.mtu && !opts->all_endpoints &&
+	    !opts->nack_responder && !(opts->broker_path && opts->broker_always)) {
+		/* Pull replies split on a socket of their own (opened directly, never through omxd);
+		 * if that works, ours takes every other frame whole. */
+		struct omx_net_opts po = *opts;
+		po.rx_split = opts->rx_pull_split;
+		po.rx_pull_split = 0;
+		po.filter_mode = 2;
+		po.broker_path = NULL;
+		struct omx_net *pn = omx_net_packet_open(ifname, endpoint, &po, NULL);
+		if (pn && to_pkt(pn)->split) {
+			p->pull = to_pkt(pn);
+			mine = *opts;
+			mine.rx_split = 0;
+			mine.filter_mode = 1;
+			opts = &mine;
+		} else if (pn) {
+			pkt_close(pn);
+		}
+	}
 
 	/* Directly with CAP_NET_RAW; through the broker (omxd) without it, or always if asked. */
 	if (opts->broker_path && opts->broker_always)
@@ -595,6 +636,17 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	p->dst.sll_halen = 6;
 	p->base.ops = &pkt_ops;
 	p->base.fd = p->sock;
+	if (p->pull) {
+		/* One descriptor to sleep on for both sockets. */
+		struct epoll_event ev = { .events = EPOLLIN };
+		p->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (p->epfd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->sock, &ev) < 0 ||
+		    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->pull->sock, &ev) < 0) {
+			ret = -errno;
+			goto fail;
+		}
+		p->base.fd = p->epfd;
+	}
 	memcpy(p->base.mac, info.mac, 6);
 	p->base.mtu = info.mtu;
 	p->base.ifindex = info.ifindex;

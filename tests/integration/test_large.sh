@@ -56,6 +56,13 @@ check "same with split receive" pair "sizes-65535-split" -z "$SIZES" -n 8 -w 2
 omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-split" 2>&1
 check "split receive placed payloads itself ($(grep 'Split Receive' "$TMP/counters-split" | tr -s ' '))" \
 	grep -qE "^[0-9]{3}: +[1-9][0-9]* Split Receive Placed Bytes" "$TMP/counters-split"
+# Pull replies only split (OMX_RX_SPLIT=pull: a second socket takes them, with small slots; every
+# other frame arrives whole in the first), mediums of up to 64 KiB among them.
+ENVS=(OMX_RX_SPLIT=pull)
+check "same with pull replies split" pair "sizes-65535-pullsplit" -z "4096,16384,$SIZES" -n 10 -w 2
+omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-pullsplit" 2>&1
+check "pull replies split: payloads placed from their socket ($(grep 'Split Receive' "$TMP/counters-pullsplit" | tr -s ' '))" \
+	grep -qE "^[0-9]{3}: +[1-9][0-9]* Split Receive Placed Bytes" "$TMP/counters-pullsplit"
 omx_netns_set_mtu 9000
 ENVS=(OMX_NONE=1)
 check "$(omx_scale 2000) concurrent large messages both ways (16 in flight each way)" \
@@ -66,6 +73,8 @@ ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 "OMX_FAULT=reorder=0.05,delay
 check "large messages over 5% loss + 1% dup + reordering" pair lossy -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
 ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 OMX_RX_SPLIT=2048)
 check "same loss and duplication with split receive" pair lossy-split -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
+ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 OMX_RX_SPLIT=pull)
+check "same loss and duplication with pull replies split" pair lossy-pullsplit -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
 check "the loss rule dropped frames" test "$(omx_nft_count 1 loss)" -gt 100
 omx_nft_clear 0; omx_nft_clear 1
 

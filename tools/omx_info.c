@@ -163,7 +163,7 @@ static void show_config(void)
 	printf("  OMX_WIRE_MODE = %s\n", c->wire_mode == OMX_WIRE_COMPAT ? "compat" : "extended");
 	printf("  OMX_MTU = %" PRIu32 "%s\n", c->mtu_override, c->mtu_override ? "" : " (interface MTU)");
 	printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->rndv_threshold,
-	       c->rndv_auto ? " (auto: 65536 over frames of 32 KiB or more)" : "");
+	       c->rndv_auto ? " (auto: 131072 over frames of 32 KiB or more)" : "");
 	printf("  OMX_SHARED_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->shared_rndv_threshold, c->shared_rndv_auto ? " (auto)" : "");
 	printf("  OMX_SHARED_SINGLE_COPY_MIN = %" PRIu32 "%s\n", c->shared_single_copy_min,
 	       c->shared_single_copy_min_auto ? " (auto)" : "");

@@ -192,7 +192,7 @@ void omx__config_load_init(void)
 
 static void load_thresholds(struct omx_config *c, uint32_t medium_max)
 {
-	/* Remote threshold: unset or "auto", 32768, or 65536 on interfaces whose frames carry 32 KiB
+	/* Remote threshold: unset or "auto", 32768, or 131072 on interfaces whose frames carry 32 KiB
 	 * or more (omx__rndv_threshold). */
 	const char *r = getenv("OMX_RNDV_THRESHOLD");
 	c->rndv_auto = !r || !*r || !strcmp(r, "auto");

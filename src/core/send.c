@@ -414,12 +414,13 @@ void omx__self_deferred_drain(struct omx_endpoint *ep)
  * At MTU 65535 a 64 KiB message is one or two frames, and a rendezvous (RNDV, PULL, replies,
  * NOTIFY: two round trips) cost 40% of its bandwidth: omx_perf between two namespaces, median of
  * 3, 4366-4470 MB/s ping-pong at 64 KiB against 6869 as a medium, stream 4032 against 5592 (TCP:
- * 7554 / 5368), no other size changed (docs/performance.md, stop 24). Below 32 KiB frames the
- * historical 32 KiB stands (MTU 9000: stop 12 found ~10% at 64 KiB only with 256 KiB).
+ * 7554 / 5368). 128 KiB gained 20% (ping-pong) and 14% (stream) as a medium too; 256 KiB lost
+ * 7-11% (docs/performance.md, stop 24). Below 32 KiB frames the historical 32 KiB stands (MTU
+ * 9000: stop 12 found ~10% at 64 KiB only with 256 KiB).
  */
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp)
 {
-	uint32_t t = omx__cfg.rndv_auto && wp->medium_frag_max >= 32768 ? 65536 : omx__cfg.rndv_threshold;
+	uint32_t t = omx__cfg.rndv_auto && wp->medium_frag_max >= 32768 ? 131072 : omx__cfg.rndv_threshold;
 	return t < wp->medium_max ? t : wp->medium_max;
 }
 

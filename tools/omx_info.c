@@ -162,8 +162,11 @@ static void show_config(void)
 	printf("\nLibrary configuration (environment):\n");
 	printf("  OMX_WIRE_MODE = %s\n", c->wire_mode == OMX_WIRE_COMPAT ? "compat" : "extended");
 	printf("  OMX_MTU = %" PRIu32 "%s\n", c->mtu_override, c->mtu_override ? "" : " (interface MTU)");
-	printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->rndv_threshold,
-	       c->rndv_auto ? " (auto: 131072 over frames of 32 KiB or more)" : "");
+	if (c->rndv_auto)
+		printf("  OMX_RNDV_THRESHOLD = %" PRIu32 " (auto: %u over frames of 32 KiB or more)\n", c->rndv_threshold,
+		       OMX_RNDV_THRESHOLD_JUMBO);
+	else
+		printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "\n", c->rndv_threshold);
 	printf("  OMX_SHARED_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->shared_rndv_threshold, c->shared_rndv_auto ? " (auto)" : "");
 	printf("  OMX_SHARED_SINGLE_COPY_MIN = %" PRIu32 "%s\n", c->shared_single_copy_min,
 	       c->shared_single_copy_min_auto ? " (auto)" : "");

@@ -190,20 +190,24 @@ void omx__config_load_init(void)
 		c->debug_signal_num = SIGUSR1;
 }
 
+/* Unset, empty or "auto": the library chooses. */
+static int env_auto(const char *name)
+{
+	const char *v = getenv(name);
+	return !v || !*v || !strcmp(v, "auto");
+}
+
 static void load_thresholds(struct omx_config *c, uint32_t medium_max)
 {
 	/* Remote threshold: unset or "auto", 32768, or 131072 on interfaces whose frames carry 32 KiB
 	 * or more (omx__rndv_threshold). */
-	const char *r = getenv("OMX_RNDV_THRESHOLD");
-	c->rndv_auto = !r || !*r || !strcmp(r, "auto");
+	c->rndv_auto = env_auto("OMX_RNDV_THRESHOLD");
 	c->rndv_threshold = c->rndv_auto ? 32768 : env_u32("OMX_RNDV_THRESHOLD", NULL, 32768);
 	/* Same-host thresholds: unset or "auto", chosen by measuring the machine at the first
 	 * endpoint open (shared.c); until then, and if that fails, the values of stop 18. */
-	const char *v = getenv("OMX_SHARED_RNDV_THRESHOLD");
-	c->shared_rndv_auto = !v || !*v || !strcmp(v, "auto");
+	c->shared_rndv_auto = env_auto("OMX_SHARED_RNDV_THRESHOLD");
 	c->shared_rndv_threshold = c->shared_rndv_auto ? 4096 : env_u32("OMX_SHARED_RNDV_THRESHOLD", NULL, 4096);
-	v = getenv("OMX_SHARED_SINGLE_COPY_MIN");
-	c->shared_single_copy_min_auto = !v || !*v || !strcmp(v, "auto");
+	c->shared_single_copy_min_auto = env_auto("OMX_SHARED_SINGLE_COPY_MIN");
 	c->shared_single_copy_min = c->shared_single_copy_min_auto ? 0 : env_u32("OMX_SHARED_SINGLE_COPY_MIN", NULL, 0);
 	c->shared_medium_cap = medium_max;
 	if (c->rndv_threshold < OMX_SMALL_MAX)

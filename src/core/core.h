@@ -509,6 +509,11 @@ void omx__notify_waiters(struct omx_endpoint *ep);
  * look-up of the destination. */
 void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+/* send.c: the largest eager message to remote peers over an interface of these wire parameters:
+ * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over frames of 32 KiB or
+ * more, else 32768. */
+#define OMX_RNDV_THRESHOLD_JUMBO 131072u
+uint32_t omx__rndv_threshold(const struct omx_wire_params *wp);
 /* Several frames to one destination (pull replies): one system call where the transport batches. */
 void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter);
 /* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */
@@ -611,8 +616,6 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds);
 
 /* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
 int omx__partner_shared(const struct omx_partner *p);
-/* The largest eager message to remote peers over an interface of these wire parameters. */
-uint32_t omx__rndv_threshold(const struct omx_wire_params *wp);
 /* Unacked messages allowed to a same-host partner (send.c send_window); 0 without a ring. */
 uint16_t omx__shared_send_window(struct omx_endpoint *ep);
 void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */

@@ -39,6 +39,14 @@ static void fill_msg_head(struct omx_pkt *pkt, union omx_request *r, uint8_t pty
 	fill_msg_head_for(pkt, r->s.ep, r->s.partner, r->s.seqnum, r->s.status.match_info, ptype);
 }
 
+/* A sequenced message just (re)transmitted waits for its ack on the resend timer. */
+static void arm_resend(union omx_request *r)
+{
+	r->s.last_send_ns = r->s.ep->now_ns;
+	omx_list_del(&r->s.timer_elt);
+	omx_list_add_tail(&r->s.ep->resend_list, &r->s.timer_elt);
+}
+
 /* Transmit (or retransmit) every frame of a sequenced message with the current piggyack. */
 void omx__send_sequenced(union omx_request *r)
 {
@@ -94,9 +102,7 @@ void omx__send_sequenced(union omx_request *r)
 	default:
 		return;
 	}
-	r->s.last_send_ns = ep->now_ns;
-	omx_list_del(&r->s.timer_elt);
-	omx_list_add_tail(&ep->resend_list, &r->s.timer_elt);
+	arm_resend(r);
 }
 
 static int region_get(struct omx_endpoint *ep, union omx_request *r)
@@ -138,7 +144,7 @@ void omx__region_release(struct omx_endpoint *ep, union omx_request *r)
 static int same_host(struct omx_partner *p)
 {
 	if (!p->same_host)
-		p->same_host = p->ep->local && omx__is_local_mac(p->mac) && omx__partner_shared(p) ? 1 : 2;
+		p->same_host = omx__partner_shared(p) ? 1 : 2;
 	return p->same_host == 1;
 }
 
@@ -157,6 +163,16 @@ static uint16_t send_window(struct omx_partner *p)
 	return same_host(p) && p->ep->local_window ? p->ep->local_window : OMX_THROTTLE_WINDOW;
 }
 
+/* The partner's next sequence number, and a place on its non_acked list until acked. */
+static void track_sequenced(union omx_request *r)
+{
+	struct omx_partner *p = r->s.partner;
+	r->s.seqnum = p->next_send_seq;
+	p->next_send_seq = omx_seq_inc(p->next_send_seq);
+	r->s.state |= OMX_RS_NEED_ACK;
+	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
+}
+
 /* Give a seqnum and transmit, or leave it throttled. Returns 0 if sent. */
 static int try_send_now(union omx_request *r)
 {
@@ -166,9 +182,7 @@ static int try_send_now(union omx_request *r)
 		return -1;
 	if (r->s.type == OMX_REQ_SEND_LARGE && region_get(ep, r) < 0)
 		return -1;
-	r->s.seqnum = p->next_send_seq;
-	p->next_send_seq = omx_seq_inc(p->next_send_seq);
-	r->s.state |= OMX_RS_NEED_ACK;
+	track_sequenced(r);
 	if (r->s.type == OMX_REQ_SEND_LARGE) {
 		r->s.state |= OMX_RS_NEED_REPLY;
 		if (!omx__shared_export(r)) { /* same-host receiver: lets it copy directly */
@@ -178,7 +192,6 @@ static int try_send_now(union omx_request *r)
 		}
 		omx__xfer_touch(ep);
 	}
-	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
 	omx__send_sequenced(r);
 	return 0;
 }
@@ -420,14 +433,26 @@ void omx__self_deferred_drain(struct omx_endpoint *ep)
  */
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp)
 {
-	uint32_t t = omx__cfg.rndv_auto && wp->medium_frag_max >= 32768 ? 131072 : omx__cfg.rndv_threshold;
+	uint32_t t = omx__cfg.rndv_auto && wp->medium_frag_max >= 32768 ? OMX_RNDV_THRESHOLD_JUMBO : omx__cfg.rndv_threshold;
 	return t < wp->medium_max ? t : wp->medium_max;
+}
+
+/* The status a send reports, from its segments (total_len set) and the caller's arguments. */
+static void fill_send_status(union omx_request *r, struct omx_partner *p, omx_endpoint_addr_t dest, uint64_t match,
+			     void *context)
+{
+	r->s.partner = p;
+	r->s.status.addr = dest;
+	r->s.status.match_info = match;
+	r->s.status.msg_length = r->s.total_len;
+	r->s.status.xfer_length = r->s.total_len;
+	r->s.status.context = context;
 }
 
 static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request *r, int synchronous)
 {
 	uint32_t len = r->s.total_len;
-	uint32_t threshold = omx__partner_shared(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__rndv_threshold(&ep->wp);
+	uint32_t threshold = same_host(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__rndv_threshold(&ep->wp);
 	if (threshold > ep->wp.medium_max) { /* same-host partners' mediums may be larger (wire.c) */
 		uint32_t medium_max = omx__wp_for(ep, r->s.partner->mac)->medium_max;
 		if (threshold > medium_max)
@@ -449,17 +474,6 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 	return OMX_SUCCESS;
 }
 
-/*
- * Same-host eager sends (TINY/SMALL to an endpoint of this host) leave before their request is
- * set up. Everything between the application's call and the frame reaching the receiver's ring
- * is on the critical path of a ping-pong, and the general path spent ~950 instructions there
- * (request, segments, classification, payload copy, packet clearing) of a message's ~3300
- * (bench/self_pingpong under callgrind). Here the frame is encoded from the caller's buffer
- * with a sequence number taken from the partner, and the request is then given exactly the state
- * the general path gives it (payload copy for retransmission, non_acked, resend timer, early
- * completion): the reliability layer cannot tell the two apart. The request is allocated first,
- * so that a send that went out is never reported as failed.
- */
 /* An eager send's payload is ours once sent: it completes before its ack ("zombie") unless
  * too many do already. */
 static void complete_early(struct omx_endpoint *ep, union omx_request *r)
@@ -471,8 +485,19 @@ static void complete_early(struct omx_endpoint *ep, union omx_request *r)
 	omx__req_complete(r, OMX_SUCCESS);
 }
 
-static int eager_local_fits(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg,
-			    int synchronous)
+/*
+ * Same-host eager sends (TINY/SMALL to an endpoint of this host) leave before their request is
+ * set up. Everything between the application's call and the frame reaching the receiver's ring
+ * is on the critical path of a ping-pong, and the general path spent ~950 instructions there
+ * (request, segments, classification, payload copy, packet clearing) of a message's ~3300
+ * (bench/self_pingpong under callgrind). Here the frame is encoded from the caller's buffer
+ * with a sequence number taken from the partner, and the request is then given exactly the state
+ * the general path gives it (payload copy for retransmission, non_acked, resend timer, early
+ * completion): the reliability layer cannot tell the two apart. The request is allocated before
+ * the push unless a recycled one is at hand, so that a send that went out is never reported as
+ * failed.
+ */
+static int eager_local_fits(struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg, int synchronous)
 {
 	if (synchronous || nseg > 1 || (nseg && !segs) || p->is_self)
 		return 0;
@@ -508,15 +533,9 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	/* The request, as try_send_now and omx__send_sequenced leave it. */
 	if (!r)
 		r = omx__req_alloc(ep, OMX_REQ_SEND_TINY);
-	p->next_send_seq = omx_seq_inc(seq);
 	(void)omx__req_set_segs(r, segs, nseg); /* one segment of at most OMX_SMALL_MAX bytes: cannot fail */
 	r->s.type = tiny ? OMX_REQ_SEND_TINY : OMX_REQ_SEND_SMALL;
-	r->s.partner = p;
-	r->s.status.addr = dest;
-	r->s.status.match_info = match;
-	r->s.status.msg_length = len;
-	r->s.status.xfer_length = len;
-	r->s.status.context = context;
+	fill_send_status(r, p, dest, match, context);
 	r->s.u.send.data = r->s.inline_data;
 	if (len)
 		memcpy(r->s.inline_data, segs[0].ptr, len);
@@ -524,11 +543,9 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 		r->s.state |= OMX_RS_COLLECTED;
 	else
 		*request = r;
-	r->s.seqnum = seq;
-	r->s.state |= OMX_RS_NEED_ACK;
-	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
-	r->s.last_send_ns = omx__ep_clock(ep);
-	omx_list_add_tail(&ep->resend_list, &r->s.timer_elt);
+	track_sequenced(r); /* takes seq: next_send_seq did not move meanwhile */
+	(void)omx__ep_clock(ep);
+	arm_resend(r);
 	complete_early(ep, r);
 	omx__progress(ep);
 	pthread_mutex_unlock(&ep->lock);
@@ -546,7 +563,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 		pthread_mutex_unlock(&ep->lock);
 		return omx__error(ep, OMX_BAD_ENDPOINT, "Sending to an invalid address (disconnected, or of another endpoint)");
 	}
-	if (eager_local_fits(ep, p, segs, nseg, synchronous))
+	if (eager_local_fits(p, segs, nseg, synchronous))
 		return post_send_eager_local(ep, p, segs, nseg, dest, match, context, request);
 	union omx_request *r = omx__req_alloc(ep, OMX_REQ_SEND_TINY);
 	if (!r) {
@@ -554,12 +571,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 		return omx__error(ep, OMX_NO_RESOURCES, "Allocating send request");
 	}
 	ret = omx__req_set_segs(r, segs, nseg);
-	r->s.partner = p;
-	r->s.status.addr = dest;
-	r->s.status.match_info = match;
-	r->s.status.msg_length = r->s.total_len;
-	r->s.status.xfer_length = r->s.total_len;
-	r->s.status.context = context;
+	fill_send_status(r, p, dest, match, context);
 	if (ret == OMX_SUCCESS && p->is_self) {
 		r->s.type = OMX_REQ_SEND_SELF;
 	} else if (ret == OMX_SUCCESS) {

@@ -23,7 +23,12 @@ static void flag_set(const char *dir, const char *name)
 		DIE("cannot write %s", path);
 }
 
-static int flag_wait(const char *dir, const char *name, double secs, int progress)
+/* Waiting for a flag makes no progress: in "close" and "peekerr", b must not send a pull request
+ * while a still calls the provider, or one of a's progress passes answers pull after pull as fast
+ * as b asks (a pass takes up to 1024 frames, each a request for a 64 KiB block: in stop 25's runs
+ * a's second fi_tsend took 39 ms and served both 32 MiB messages of "close", the cause of its
+ * "NOT EXERCISED" runs in stops 21-24). b runs without the omx progress thread for the same reason. */
+static int flag_wait(const char *dir, const char *name, double secs)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/flag.%s", dir, name);
@@ -31,16 +36,12 @@ static int flag_wait(const char *dir, const char *name, double secs, int progres
 	while (access(path, F_OK) != 0) {
 		if (now() > end)
 			return 0;
-		if (progress)
-			poll_cq();
-		else
-			usleep(10000);
+		usleep(10000);
 	}
 	return 1;
 }
 
-/* Large enough that a's few progress passes while it posts could not serve a message even if b's
- * pulls reached a then (close_scenario keeps them from doing so). */
+/* Many pull blocks per message (a's pulls are held off by flag_wait, not by this size). */
 #define STALL_LEN (32u << 20)
 
 /* a's half of "close" and "peekerr": send large messages, then stop calling the provider until b
@@ -64,7 +65,7 @@ static void stall_sender(const char *dir, int nmsg, const char *wait_for)
 			DIE("send");
 	}
 	flag_set(dir, "sent");
-	CHECK(flag_wait(dir, wait_for, 60, 0), "peer finished (flag %s)", wait_for);
+	CHECK(flag_wait(dir, wait_for, 60), "peer finished (flag %s)", wait_for);
 	int inflight = 1;
 	for (int i = 0; i < nmsg; i++)
 		inflight &= !s[i].done;
@@ -87,15 +88,7 @@ void close_scenario(int is_a, const char *dir)
 	struct op r1 = {0}, r2 = {0};
 	fi_trecv(ep, rb, STALL_LEN, NULL, FI_ADDR_UNSPEC, 0x41, 0, &r1);
 	barrier();
-	/*
-	 * b makes no progress (and runs without the omx progress thread) until a has posted all its
-	 * sends: its pull requests would otherwise reach a while a's fi_tsend calls still progress,
-	 * and one pass of a's then answers pull after pull as fast as b asks for them (a pass takes up
-	 * to 1024 frames, each a request for a 64 KiB block): in stop 25's runs the second fi_tsend
-	 * took 39 ms and served both 32 MiB messages. That was the cause of the "NOT EXERCISED" runs of
-	 * stops 21-24.
-	 */
-	CHECK(flag_wait(dir, "sent", 60, 0), "peer sent");
+	CHECK(flag_wait(dir, "sent", 60), "peer sent");
 	settle(0.3);
 	fi_trecv(ep, rb + STALL_LEN, STALL_LEN, NULL, FI_ADDR_UNSPEC, 0x42, 0, &r2);
 	settle(0.1);
@@ -120,7 +113,7 @@ void peekerr_scenario(int is_a, const char *dir)
 	struct op p = {0};
 	struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x41, .context = &p};
 	barrier();
-	CHECK(flag_wait(dir, "sent", 60, 1), "peer sent");
+	CHECK(flag_wait(dir, "sent", 60), "peer sent");
 	double end = now() + 30;
 	do { /* FI_ENOMSG while the message is arriving; found once its pull has failed */
 		memset(&p, 0, sizeof(p));

@@ -67,16 +67,16 @@ scenario() {
 	return $rc
 }
 # The sender of "close" and "peekerr" runs without the omx progress thread and stops calling the
-# provider once it has sent, so that its large messages stay half-arrived at b. In "close", b too
-# runs without the thread and does not progress while a sends (its pulls would otherwise be served
-# by a's last fi_tsend calls, see omx_fi_scenarios.c): b checks that its receives are still arriving.
+# provider once it has sent, so that its large messages stay half-arrived at b. b too runs without
+# the thread and does not progress while a sends (its pulls would otherwise be served by a's last
+# fi_tsend calls, see flag_wait in omx_fi_scenarios.c).
 check "endpoints closed with operations in flight free them all" \
 	scenario close "OMX_PROGRESS_THREAD=0" "OMX_PROGRESS_THREAD=0" map close
 # b: pulls given up after 5 x 100 ms; new heap memory filled with 0xa5 (glibc and ASan).
 asan_b=${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_fill_byte=165
 check "FI_PEEK of a message that failed before its header arrived reads no header" \
 	scenario peekerr "OMX_PROGRESS_THREAD=0" \
-	"OMX_RESENDS_MAX=5 OMX_RESEND_DELAY_MS=100 OMX_PULL_RESEND_MS=100 MALLOC_PERTURB_=90 ASAN_OPTIONS=$asan_b" \
+	"OMX_PROGRESS_THREAD=0 OMX_RESENDS_MAX=5 OMX_RESEND_DELAY_MS=100 OMX_PULL_RESEND_MS=100 MALLOC_PERTURB_=90 ASAN_OPTIONS=$asan_b" \
 	map data peekerr
 check "sends queued to an address fi_av_remove removed fail with FI_EADDRNOTAVAIL" \
 	scenario avremove "" "" table avremove

@@ -465,6 +465,9 @@ omx_return_t omx__error_global(omx_return_t code, const char *fmt, ...) __attrib
 
 /* endpoint.c */
 void omx__progress(struct omx_endpoint *ep);
+/* The same, right after the caller's omx__ep_clock: even the coarse clock's read is ~5 ns of a
+ * same-host send, so a send reads it once (bench/self_pingpong). */
+void omx__progress_clocked(struct omx_endpoint *ep);
 /* The protocol's time (ep->now_ns), for its timers: resends (500 ms), delayed acks (16 ms),
  * pulls (1 s). CLOCK_MONOTONIC is read again only when the kernel's tick moved (the coarse
  * clock, 4 ns a read against 16-35) or every OMX_CLOCK_POLLS calls: at most one tick (1-4 ms),

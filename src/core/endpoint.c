@@ -297,12 +297,9 @@ void omx__notify_waiters(struct omx_endpoint *ep)
 
 #define OMX_RESPONDER_POLL_NS 20000ull
 
-void omx__progress(struct omx_endpoint *ep)
+static void progress_pass(struct omx_endpoint *ep, uint64_t now)
 {
-	if (ep->progression_disabled || ep->in_handler)
-		return;
 	uint64_t c0 = ep->completions;
-	uint64_t now = omx__ep_clock(ep);
 	omx__debug_check(ep);
 	if (!omx_list_empty(&ep->self_deferred))
 		omx__self_deferred_drain(ep);
@@ -347,6 +344,20 @@ void omx__progress(struct omx_endpoint *ep)
 timers_done:
 	if (ep->completions != c0)
 		omx__notify_waiters(ep);
+}
+
+void omx__progress(struct omx_endpoint *ep)
+{
+	if (ep->progression_disabled || ep->in_handler)
+		return;
+	progress_pass(ep, omx__ep_clock(ep));
+}
+
+void omx__progress_clocked(struct omx_endpoint *ep)
+{
+	if (ep->progression_disabled || ep->in_handler)
+		return;
+	progress_pass(ep, ep->now_ns);
 }
 
 uint64_t omx__next_timer(struct omx_endpoint *ep)

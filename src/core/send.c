@@ -547,7 +547,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	(void)omx__ep_clock(ep);
 	arm_resend(r);
 	complete_early(ep, r);
-	omx__progress(ep);
+	omx__progress_clocked(ep);
 	pthread_mutex_unlock(&ep->lock);
 	return OMX_SUCCESS;
 }
@@ -600,7 +600,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 		if (r->s.type != OMX_REQ_SEND_LARGE && (r->s.state & OMX_RS_NEED_ACK))
 			complete_early(ep, r);
 	}
-	omx__progress(ep);
+	omx__progress_clocked(ep);
 	pthread_mutex_unlock(&ep->lock);
 	return OMX_SUCCESS;
 }

@@ -519,6 +519,13 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp);
 /* Several frames to one destination (pull replies): one system call where the transport batches. */
 void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter);
+/* Payloads from this size on are not copied into the frame buffer but handed to the transport
+ * as a second iovec (the kernel or the ring push copies them once anyway): one copy less per
+ * byte of medium fragments and pull replies. Below it, one contiguous copy is cheaper. */
+#define OMX_GATHER_MIN 512u
+/* A slot of ep->batchbuf: the head of a gathered frame, or a whole frame whose payload is below
+ * OMX_GATHER_MIN (padded to the Ethernet minimum by the encoder). */
+#define OMX_BATCH_SLOT (OMX_GATHER_MIN + 128u)
 /* Receive ring slots for an interface MTU, given OMX_RX_RING_KB (0: automatic). */
 unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu);
 uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu);

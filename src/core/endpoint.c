@@ -58,60 +58,7 @@ static int slot_lock(struct omx_endpoint *ep)
 	return 0;
 }
 
-/* ---- transmission ---- */
-
-/* Is this MAC one of our boards (a same-host destination)? */
-int omx__is_local_mac(const uint8_t mac[6])
-{
-	for (uint32_t i = 0; i < omx__g.board_count; i++)
-		if (!memcmp(omx__g.boards[i].iface.mac, mac, 6))
-			return 1;
-	return 0;
-}
-
-/* A local send found no endpoint: queue the NACK its driver would have sent (wire.md 10). */
-static void local_refused(struct omx_endpoint *ep, const struct omx_pkt *pkt)
-{
-	struct omx_pkt n;
-	uint8_t dst;
-	memset(&n, 0, sizeof(n));
-	memcpy(n.dst_mac, ep->board->iface.mac, 6);
-	memcpy(n.src_mac, pkt->dst_mac, 6);
-	n.peer_index = OMX_PEER_INDEX_UNKNOWN; /* found by source MAC */
-	switch (pkt->ptype) {
-	case OMX_PT_PULL:
-		dst = pkt->u.pull.dst_endpoint;
-		n.ptype = OMX_PT_NACK_MCP;
-		n.u.nack_mcp.src_endpoint = pkt->u.pull.src_endpoint;
-		n.u.nack_mcp.src_pull_handle = pkt->u.pull.src_pull_handle;
-		n.u.nack_mcp.src_magic = pkt->u.pull.src_magic;
-		break;
-	case OMX_PT_CONNECT:
-	case OMX_PT_TINY:
-	case OMX_PT_SMALL:
-	case OMX_PT_MEDIUM:
-	case OMX_PT_RNDV:
-	case OMX_PT_NOTIFY:
-		dst = pkt->ptype == OMX_PT_NOTIFY ? pkt->u.notify.dst_endpoint : pkt->u.msg.dst_endpoint;
-		n.ptype = OMX_PT_NACK_LIB;
-		n.u.nack_lib.src_endpoint = dst;
-		n.u.nack_lib.dst_endpoint = (uint8_t)ep->endpoint_index;
-		n.u.nack_lib.dst_src_peer_index = pkt->peer_index;
-		n.u.nack_lib.lib_seqnum = pkt->ptype == OMX_PT_CONNECT ? 0 :
-					  pkt->ptype == OMX_PT_NOTIFY ? pkt->u.notify.lib_seqnum : pkt->u.msg.lib_seqnum;
-		break;
-	default:
-		return;
-	}
-	uint8_t type = dst >= omx__cfg.endpoint_max ? OMX_NACK_BAD_ENDPT : OMX_NACK_ENDPT_CLOSED;
-	if (n.ptype == OMX_PT_NACK_MCP)
-		n.u.nack_mcp.nack_type = type;
-	else
-		n.u.nack_lib.nack_type = type;
-	if (ep->local_nack_count < sizeof(ep->local_nacks) / sizeof(ep->local_nacks[0]) &&
-	    omx_wire_encode(&ep->wp, &n, ep->local_nacks[ep->local_nack_count], OMX_FRAME_MIN))
-		ep->local_nack_count++;
-}
+/* ---- receive ring sizes ---- */
 
 /*
  * Receive ring slots for an interface MTU (+ slot headers): a window of mediums and 4 pull blocks
@@ -146,138 +93,6 @@ uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu)
 	while (slots > 64 && slots * slot > OMX_SHARED_RING_AUTO_MAX)
 		slots /= 2;
 	return slots * slot;
-}
-
-/* Payloads from this size on are not copied into the frame buffer but handed to the transport
- * as a second iovec (the kernel or the ring push copies them once anyway): one copy less per
- * byte of medium fragments and pull replies. Below it, one contiguous copy is cheaper. */
-#define OMX_GATHER_MIN 512u
-
-/* Our source MAC, then the frame (or, for a gathered payload, its head) encoded into buf;
- * iov[0] is set by the caller, iov[1] here for a gathered payload. The head's length (0: cannot
- * be encoded, dropped), *iovcnt 1 or 2. */
-static size_t frame_encode(struct omx_endpoint *ep, const struct omx_wire_params *wp, struct omx_pkt *pkt,
-			   uint8_t *buf, size_t buf_len, struct iovec iov[2], unsigned *iovcnt)
-{
-	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
-	size_t n;
-	if ((pkt->ptype == OMX_PT_MEDIUM || pkt->ptype == OMX_PT_PULL_REPLY) && pkt->payload &&
-	    pkt->payload_len >= OMX_GATHER_MIN) {
-		n = omx_wire_encode_header(wp, pkt, buf, buf_len);
-		iov[1].iov_base = (void *)pkt->payload;
-		iov[1].iov_len = pkt->payload_len;
-		*iovcnt = 2;
-	} else {
-		n = omx_wire_encode(wp, pkt, buf, buf_len);
-		*iovcnt = 1;
-	}
-	if (!n)
-		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
-	return n;
-}
-
-/* The transmission's outcome, for both paths of omx__send_frame. */
-static void sent(struct omx_endpoint *ep, const struct omx_pkt *pkt, int local, int r, int counter)
-{
-	if (local && (r == -ECONNREFUSED || r == -ENOENT)) {
-		local_refused(ep, pkt);
-		return;
-	}
-	if (r < 0) {
-		/* Full transmit queue or transient error: retransmission recovers. */
-		omx__verbose("transmit failed: %s\n", strerror(-r));
-		omx__count(ep->board, OMX_C_X_TX_FAILED);
-		return;
-	}
-	if (local && pkt->payload_len)
-		omx__count_add(ep->board, OMX_C_X_SHARED_BYTES, pkt->payload_len);
-	if (counter >= 0)
-		omx__count(ep->board, counter);
-}
-
-void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
-{
-	/* Most same-host frames: written straight from their fields and unpadded (the generic
-	 * encoder and the trimming in omx__send_frame cost ~240 of a same-host message's ~3470
-	 * instructions, bench/self_pingpong). */
-	memcpy(pkt->src_mac, ep->board->iface.mac, 6);
-	size_t n = omx_wire_encode_eager(pkt, ep->txbuf, ep->txbuf_len);
-	if (!n) {
-		omx__verbose("cannot encode packet type %u, dropped\n", pkt->ptype);
-		return;
-	}
-	struct iovec iov = { ep->txbuf, n };
-	sent(ep, pkt, 1, ep->local->ops->send(ep->local, &iov, 1), counter);
-}
-
-void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
-{
-	struct iovec iov[2];
-	unsigned iovcnt = 1;
-	int local = ep->local && omx__is_local_mac(pkt->dst_mac);
-	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp;
-	if (local && (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL)) {
-		omx__send_eager_local(ep, pkt, counter);
-		return;
-	}
-	size_t n = frame_encode(ep, wp, pkt, ep->txbuf, ep->txbuf_len, iov, &iovcnt);
-	if (n && local && iovcnt == 1 && n == OMX_FRAME_MIN) {
-		/* No Ethernet on the way: unpadded, a tiny frame fits one cache line of the ring
-		 * slot (one line transfer less per frame). */
-		size_t unpadded = omx_wire_frame_len(wp, pkt);
-		if (unpadded && unpadded < n)
-			n = unpadded;
-	}
-	if (!n)
-		return;
-	iov[0].iov_base = ep->txbuf;
-	iov[0].iov_len = n;
-	sent(ep, pkt, local, (local ? ep->local : ep->net)->ops->send(local ? ep->local : ep->net, iov, iovcnt), counter);
-}
-
-/* A batch slot: the head of a gathered frame, or a whole frame whose payload is below
- * OMX_GATHER_MIN (padded to the Ethernet minimum by the encoder). */
-#define BATCH_SLOT (OMX_GATHER_MIN + 128u)
-
-void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter)
-{
-	const struct omx_net_ops *ops = ep->net->ops;
-	if (!ops->send_batch || count < 2 || (ep->local && omx__is_local_mac(pkts[0].dst_mac))) {
-		for (unsigned i = 0; i < count; i++)
-			omx__send_frame(ep, &pkts[i], counter);
-		return;
-	}
-	while (count) {
-		struct omx_net_frame f[OMX_NET_BATCH_MAX];
-		unsigned k = count < OMX_NET_BATCH_MAX ? count : OMX_NET_BATCH_MAX, n = 0;
-		for (unsigned i = 0; i < k; i++) {
-			uint8_t *buf = ep->batchbuf + (size_t)n * BATCH_SLOT;
-			size_t len = frame_encode(ep, &ep->wp, &pkts[i], buf, BATCH_SLOT, f[n].iov, &f[n].iovcnt);
-			if (!len)
-				continue;
-			f[n].iov[0].iov_base = buf;
-			f[n].iov[0].iov_len = len;
-			n++;
-		}
-		/* A batch stops at its first failing frame: that frame is a loss, as with send
-		 * (retransmission recovers), and the ones after it get their own attempt. */
-		unsigned done = 0;
-		while (done < n) {
-			int sent = ops->send_batch(ep->net, f + done, n - done);
-			if (sent > 0) {
-				if (counter >= 0)
-					for (int i = 0; i < sent; i++)
-						omx__count(ep->board, counter);
-				done += (unsigned)sent;
-				continue;
-			}
-			omx__verbose("transmit failed: %s\n", strerror(sent < 0 ? -sent : EAGAIN));
-			omx__count(ep->board, OMX_C_X_TX_FAILED);
-			done++;
-		}
-		pkts += k;
-		count -= k;
-	}
 }
 
 /* ---- progression ---- */
@@ -792,7 +607,7 @@ static omx_return_t endpoint_setup(struct omx_endpoint *ep)
 	ep->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ep->txbuf_len = (ep->wp_local.mtu > ep->wp.mtu ? ep->wp_local.mtu : ep->wp.mtu) + 64;
 	ep->txbuf = malloc(ep->txbuf_len);
-	ep->batchbuf = malloc((size_t)OMX_NET_BATCH_MAX * BATCH_SLOT);
+	ep->batchbuf = malloc((size_t)OMX_NET_BATCH_MAX * OMX_BATCH_SLOT);
 	ep->pullbuf = malloc(ep->wp.pull_reply_max);
 	ep->partners = calloc(omx__cfg.peer_max, sizeof(*ep->partners));
 	if (ep->event_fd < 0 || !ep->txbuf || !ep->batchbuf || !ep->pullbuf || !ep->partners)

@@ -15,9 +15,10 @@ import statistics
 import sys
 from collections import defaultdict
 
-TRANSPORTS = ["omx", "tcp", "udp", "raw"]
+TRANSPORTS = ["omx", "tcp", "udp", "raw", "xdp"]
+BW_TRANSPORTS = ["omx", "tcp", "udp", "raw"]  # xdp: small sizes only
 MODES = ["busy", "block"]
-COLORS = {"omx": "tab:red", "tcp": "tab:blue", "udp": "tab:green", "raw": "tab:gray"}
+COLORS = {"omx": "tab:red", "tcp": "tab:blue", "udp": "tab:green", "raw": "tab:gray", "xdp": "tab:purple"}
 
 
 def human(n):
@@ -355,7 +356,10 @@ def main():
                   "blocking recv). Ping-pong latency is half a round trip; ping-pong bandwidth is 2·L per round "
                   "trip; *stream* is omx_perf -U (the answer is empty: L per round trip, the next message "
                   "leaves after the previous one's answer). TCP carries 0-byte messages as 1 byte. UDP and "
-                  "raw split messages into datagrams/frames (no retransmission) and stop at 256 KiB.\n")
+                  "raw split messages into datagrams/frames (no retransmission) and stop at 256 KiB. "
+                  "xdp is raw's protocol over an AF_XDP socket (copy mode, XDP in driver mode on veth; "
+                  "bench/xdp_pingpong.c), measured at 0–1 KiB only: a kernel path cheaper than AF_PACKET, "
+                  "not used by omx.\n")
         if other:
             md.append("Machine CPU time outside the two benchmark processes (other processes, plus softirq "
                       "work not charged to them), in CPUs averaged over each invocation: " +
@@ -393,6 +397,13 @@ def main():
                     worst = max(rs)
                     tgt.append((f"0–64 B busy latency omx/{base} ≤ {lim}", m,
                                 f"{min(rs)[0]:.2f}–{worst[0]:.2f} (worst at {human(worst[1])})", verdict(worst[0], lim, True)))
+            # Not a target: the AF_XDP floor, a kernel path below raw AF_PACKET's (bench/xdp_pingpong).
+            rs = [ratio(med(lat, (m, "xdp", "busy", "pingpong", L)), med(lat, (m, "tcp", "busy", "pingpong", L)))
+                  for L in small(m)]
+            rs = [r for r in rs if r is not None]
+            if rs:
+                tgt.append(("(reference, not a target) 0–64 B busy latency xdp/tcp: the AF_XDP floor", m,
+                            f"{min(rs):.2f}–{max(rs):.2f}", "–"))
             rs = [(ratio(med(lat, (m, "omx", "block", "pingpong", L)), med(lat, (m, "tcp", "block", "pingpong", L))), L)
                   for L in small(m)]
             rs = [(r, L) for r, L in rs if r is not None]
@@ -439,17 +450,17 @@ def main():
             md.append(f"## MTU {m}\n")
             for mode in MODES:
                 md.append(f"### Ping-pong half round trip, µs ({mode})\n")
-                hdr = "| length | " + " | ".join(TRANSPORTS) + " | omx/tcp | omx/udp | omx/raw |"
-                md.append(hdr + "\n|---:|" + "---|" * len(TRANSPORTS) + "---:|---:|---:|")
+                hdr = "| length | " + " | ".join(TRANSPORTS) + " | omx/tcp | omx/udp | omx/raw | omx/xdp |"
+                md.append(hdr + "\n|---:|" + "---|" * len(TRANSPORTS) + "---:|---:|---:|---:|")
                 for L in sorted(lengths[(m, "pingpong")]):
                     o = med(lat, (m, "omx", mode, "pingpong", L))
                     row = [cell(lat, (m, t, mode, "pingpong", L)) for t in TRANSPORTS]
-                    rr = [rfmt(ratio(o, med(lat, (m, b, mode, "pingpong", L)))) for b in ("tcp", "udp", "raw")]
+                    rr = [rfmt(ratio(o, med(lat, (m, b, mode, "pingpong", L)))) for b in ("tcp", "udp", "raw", "xdp")]
                     md.append(f"| {human(L)} | " + " | ".join(row) + " | " + " | ".join(rr) + " |")
                 md.append("")
             for pat in ("pingpong", "stream"):
                 md.append(f"### {'Ping-pong' if pat == 'pingpong' else 'Streaming (-U)'} throughput, MB/s\n")
-                cols = [(t, mode) for mode in MODES for t in (TRANSPORTS if pat == "pingpong" else ["omx", "tcp"])]
+                cols = [(t, mode) for mode in MODES for t in (BW_TRANSPORTS if pat == "pingpong" else ["omx", "tcp"])]
                 md.append("| length | " + " | ".join(f"{t} {mode}" for t, mode in cols) +
                           " | omx/tcp busy | omx/tcp block |")
                 md.append("|---:|" + "---|" * len(cols) + "---:|---:|")
@@ -512,7 +523,7 @@ def main():
 
         fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), sharey=True)
         for ax, pat in zip(axes, ("pingpong", "stream")):
-            for t in TRANSPORTS:
+            for t in BW_TRANSPORTS:
                 for mode, ls in (("busy", "-"), ("block", "--")):
                     pts = [(L, stats(pick(bw[(m, t, mode, pat, L)]))) for L in sorted(lengths[(m, pat)])
                            if L >= 64 and (m, t, mode, pat, L) in bw]

@@ -122,15 +122,18 @@ static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
  * The model above prices a pull from memcpy in cache, a poor proxy where moving lines between
  * cores is dear: on the Intel VM a pull of 256 KiB took 19 us, ~6 in-cache memcpys, and the
  * single copy 2x less (stop 15), while the model, with that VM's probable memcpy speed, would
- * pick pulls there. What sets the AMD VM apart is the entry price of the call (1.2-1.4 us; the
- * Intel VM's stop-16 figures put it near 0.2-0.3 us): below CMA_DEAR_FIXED_NS the historical
- * policy stands, whatever the model says.
+ * pick pulls there. Where a single copy of a typical rendezvous (16 KiB: entry plus copy) costs
+ * less than CMA_DEAR_16K_NS the historical policy stands, whatever the model says: the Intel VM
+ * ~0.9 us (entry 0.2-0.3 us, stop 16), the AMD VM 1.8-2.4 us. The entry price alone decided
+ * until stop 26, when the AMD VM measured 0.86-0.89 us for it (1.2-1.7 before) but still copied
+ * at a seventh of memcpy's speed: the historical policy came back and 16 KiB same-host messages
+ * took 3.8 us instead of 1.5 eager (64 KiB 8.7 instead of 3.6 pulled; docs/performance.md).
  */
-#define CMA_DEAR_FIXED_NS 1000.0
+#define CMA_DEAR_16K_NS 1300.0
 
 void omx_copy_policy(const struct omx_copy_calib *c, int coop, uint32_t *rndv_threshold, uint32_t *single_copy_min)
 {
-	if (!c->ok || c->cma_fixed_ns < CMA_DEAR_FIXED_NS) { /* the historical defaults */
+	if (!c->ok || c->cma_fixed_ns + 16.0 * c->cma_ns_per_kib < CMA_DEAR_16K_NS) { /* the historical defaults */
 		*rndv_threshold = RNDV_FLOOR;
 		*single_copy_min = 0;
 		return;

@@ -448,6 +448,10 @@ static void copy_policy(void)
 	CHECK(rndv == 32 * 1024 && min == 4u << 20);
 	omx_copy_policy(&dear, 1, &rndv, &min); /* senders help: the single copy wins from 1 MiB */
 	CHECK(rndv == 32 * 1024 && min == 1u << 20);
+	/* the AMD VM on stop 26: a cheaper entry, the same dear copy: still the ring up to 1 MiB */
+	struct omx_copy_calib amd26 = { 1, 870.0, 58.0, 8.0 };
+	omx_copy_policy(&amd26, 1, &rndv, &min);
+	CHECK(rndv == 32 * 1024 && min == 1u << 20);
 	struct omx_copy_calib mid = { 1, 3000.0, 30.0, 20.0 }; /* wins from 100 KiB on */
 	omx_copy_policy(&mid, 1, &rndv, &min);
 	CHECK(rndv == 32 * 1024 && min == 128 * 1024);

@@ -3,7 +3,7 @@
  * ranks 0 and 1 measured like omx_perf, so that Open MPI's shared-memory transport (vader, with
  * or without its CMA single copy) can be compared with omx on the same machine, in the same run.
  *
- *   mpirun -np 2 ... mpi_shm_pingpong <start> <end> <multiplier> <max-iterations> [-U] [-T]
+ *   mpirun -np 2 ... mpi_shm_pingpong <start> <end> <multiplier> <max-iterations> [-U] [-T] [-H]
  *
  * For each length from <start> (0 is followed by 1) while below <end>, times <multiplier>:
  * warmup round trips (a tenth of the iterations, at least 10), then the timed ones. Iterations
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* -T: dirty every line of the message in our cache, as its producer would have. */
 static void touch_lines(char *buf, int len, unsigned long long i)
@@ -37,22 +38,33 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (argc < 5 || size != 2) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mpirun -np 2 %s <start> <end> <multiplier> <max-iterations> [-U] [-T]\n",
+			fprintf(stderr, "usage: mpirun -np 2 %s <start> <end> <multiplier> <max-iterations> [-U] [-T] [-H]\n",
 				argv[0]);
 		MPI_Finalize();
 		return 2;
 	}
 	unsigned long long start = strtoull(argv[1], NULL, 0), end = strtoull(argv[2], NULL, 0);
 	unsigned long long mult = strtoull(argv[3], NULL, 0), maxit = strtoull(argv[4], NULL, 0);
-	int unidir = 0, touch = 0;
+	int unidir = 0, touch = 0, huge = 0;
 	for (int a = 5; a < argc; a++) {
 		unidir |= !strcmp(argv[a], "-U");
 		touch |= !strcmp(argv[a], "-T");
+		huge |= !strcmp(argv[a], "-H");
 	}
 	if (mult < 2)
 		mult = 2;
 	size_t largest = end > 1 ? (size_t)end : 1;
-	char *sbuf = malloc(largest), *rbuf = malloc(largest);
+	char *sbuf, *rbuf;
+	if (huge) { /* -H (as omx_perf -H): transparent huge pages, 2 MiB aligned */
+		size_t hn = (largest + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+		sbuf = aligned_alloc(2u << 20, hn);
+		rbuf = aligned_alloc(2u << 20, hn);
+		if (sbuf && rbuf && (madvise(sbuf, hn, MADV_HUGEPAGE) < 0 || madvise(rbuf, hn, MADV_HUGEPAGE) < 0))
+			fprintf(stderr, "madvise(MADV_HUGEPAGE) failed: small pages\n");
+	} else {
+		sbuf = malloc(largest);
+		rbuf = malloc(largest);
+	}
 	if (!sbuf || !rbuf)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	memset(sbuf, 1, largest);

@@ -23,7 +23,8 @@
 # for the baselines and shrinking with the length for them and for MPI, at least 20); with -U the
 # replies are empty and the bandwidth counts one direction (both otherwise), in every mode; -T
 # (omx_perf -T: the sender writes every line of its buffer before each send) applies to the omx
-# modes and the MPI ones (vader-*, ucx, mpi-omx), not to the local baselines.
+# modes and the MPI ones (vader-*, ucx, mpi-omx), not to the local baselines; so does -H
+# (omx_perf -H: buffers of transparent huge pages, both sides; mpi_shm_pingpong -H the same).
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
 # Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
 # PLACES ["any"]: any (not pinned), diff (the two processes pinned to cores 0 and 1), same (both
@@ -48,7 +49,7 @@ shift || true
 MODES=${MODES:-"shm twocopy frames"}
 PLACES=${PLACES:-any}
 # The omx_perf options that the other modes follow.
-S=0 E=4194305 M=2 N=1000 U=0 T=0
+S=0 E=4194305 M=2 N=1000 U=0 T=0 HP=0
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
 	case ${args[i]} in
@@ -58,6 +59,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 	-N) N=${args[i + 1]} ;;
 	-U) U=1 ;;
 	-T) T=1 ;;
+	-H) HP=1 ;;
 	esac
 done
 LENGTHS=""
@@ -146,6 +148,7 @@ run_once() { # mode place run
 		local pp=("$MPIPP" "$S" "$E" "$M" "$N")
 		[ $U = 1 ] && pp+=(-U)
 		[ $T = 1 ] && pp+=(-T)
+		[ $HP = 1 ] && pp+=(-H)
 		"${pre[@]}" timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" -np 1 $(pin "$place" 0) "${pp[@]}" : \
 			-np 1 $(pin "$place" 1) "${pp[@]}" 2>/dev/null | grep -E '^[0-9]+,' >"$out"
 		return

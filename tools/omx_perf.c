@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sys/mman.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -115,6 +116,7 @@ static void usage(FILE *f)
 		" -d <hostname>\tOpen-MX hostname of the server (e.g. node1:0); selects client mode\n"
 		" -r <n>\tserver endpoint id [0]\n"
 		" -a\tuse 64 KiB aligned buffers\n"
+		" -H\tuse buffers of transparent huge pages (2 MiB aligned, MADV_HUGEPAGE), both sides\n"
 		" -S <n>\tstart length [0]\n"
 		" -E <n>\tend length, exclusive [4194305]\n"
 		" -M <n>\tlength multiplier [2]\n"
@@ -301,11 +303,21 @@ static omx_return_t do_recv(omx_endpoint_t ep, void *buf, size_t len, uint64_t m
 	return complete(ep, &req, st);
 }
 
+/* align 2 (-H): transparent huge pages asked for (2 MiB aligned, MADV_HUGEPAGE before the first
+ * touch): the same-host single copy (process_vm_readv) pins the other process's pages one by one,
+ * and runs ~3x faster over huge pages on the AMD VM (docs/tuning.md). */
+#define HUGE_ALIGNMENT (2u << 20)
 static void *alloc_buffer(uint64_t len, int align)
 {
 	void *b = NULL;
 	size_t n = len ? (size_t)len : 1;
-	if (align) {
+	if (align == 2) {
+		n = (n + HUGE_ALIGNMENT - 1) / HUGE_ALIGNMENT * HUGE_ALIGNMENT;
+		if (posix_memalign(&b, HUGE_ALIGNMENT, n))
+			return NULL;
+		if (madvise(b, n, MADV_HUGEPAGE) < 0)
+			verbose("madvise(MADV_HUGEPAGE): %s (buffers keep small pages)\n", strerror(errno));
+	} else if (align) {
 		if (posix_memalign(&b, ALIGNMENT, n))
 			return NULL;
 	} else {
@@ -581,7 +593,7 @@ int main(int argc, char *argv[])
 
 	out = stdout;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:swyvd:r:aS:E:M:I:N:W:P:UYTc:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:swyvd:r:aHS:E:M:I:N:W:P:UYTc:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': opt.board = (uint32_t)parse_num('b', optarg, 255); break;
 		case 'e':
@@ -595,6 +607,7 @@ int main(int argc, char *argv[])
 		case 'd': opt.dest = optarg; break;
 		case 'r': opt.remote_endpoint = (uint32_t)parse_num('r', optarg, 255); client_only = 'r'; break;
 		case 'a': opt.p.align = 1; client_only = 'a'; break;
+		case 'H': opt.p.align = 2; client_only = 'H'; break;
 		case 'S': opt.p.min = parse_num('S', optarg, UINT64_MAX); client_only = 'S'; break;
 		case 'E': opt.p.max = parse_num('E', optarg, UINT64_MAX); client_only = 'E'; break;
 		case 'M': opt.p.multiplier = parse_num('M', optarg, UINT64_MAX); client_only = 'M'; break;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_omx_perf.sh - the omx_perf and omx_info tools between two network namespaces:
 # ping-pong runs at MTU 1500 and 9000, in the extended and (at 9000) MX-compatible wire modes,
-# with polling / omx_wait / synchronous / unidirectional / aligned variants; the output format
+# with polling / omx_wait / synchronous / unidirectional / aligned / touched / huge-page variants; the output format
 # (behaviour.md 11.6), one line per expected length, positive and self-consistent numbers, the
 # CSV rows; omx_info's board and peer lines (11.1); and clean failures on bad input.
 # Needs root. OMX_BUILD = build directory (tools in $OMX_BUILD/tools).
@@ -217,6 +217,15 @@ ITER=50
 EXPECTED_LENGTHS=("${SAVED_LENGTHS[@]}")
 check "mtu1500-touch: the server received the touch flag" \
 	grep -q "^Received parameters: .* touch 1$" "$TMP/mtu1500-touch.srv.err"
+# -H (huge-page buffers, alignment byte 2): the server allocates its buffers the same way
+SERVER_ARGS=(-v)
+EXPECTED_LENGTHS=(65536 262144)
+ITER=5
+run_pair "mtu1500-huge" "" -S 65536 -E 262145 -M 4 -N 5 -W 1 -P 0 -H
+ITER=50
+EXPECTED_LENGTHS=("${SAVED_LENGTHS[@]}")
+check "mtu1500-huge: the server received huge-page alignment" \
+	grep -q "^Received parameters: .* align 2 " "$TMP/mtu1500-huge.srv.err"
 
 # --- bad input ------------------------------------------------------------------------------
 

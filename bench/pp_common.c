@@ -232,3 +232,17 @@ int pp_main(int argc, char **argv, const struct pp_ops *ops)
 	free(rbuf);
 	return 0;
 }
+
+int pp_parse_mac(const char *s, unsigned char mac[6])
+{
+	unsigned int b[6];
+	char extra;
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &extra) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++) {
+		if (b[i] > 255)
+			return -1;
+		mac[i] = (unsigned char)b[i];
+	}
+	return 0;
+}

@@ -53,6 +53,8 @@ long pp_recvmsg(struct pp_conn *c, void *msg_or_buf, size_t len, int is_msghdr);
 long pp_sendmsg(struct pp_conn *c, const void *msg_or_buf, size_t len, int is_msghdr);
 /* SO_RCVTIMEO = PP_TIMEOUT_S on fd (blocking receives give up instead of hanging). */
 int pp_set_timeout(int fd);
+/* "aa:bb:cc:dd:ee:ff" into mac: 0, or -1 if it is not a MAC address (raw and xdp clients). */
+int pp_parse_mac(const char *s, unsigned char mac[6]);
 void pp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #endif

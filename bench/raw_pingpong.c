@@ -34,20 +34,6 @@ static unsigned char send_hdr[RAW_HDR];
 static int have_peer;
 static size_t max_payload;
 
-static int parse_mac(const char *s, unsigned char mac[6])
-{
-	unsigned int b[6];
-	char extra;
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &extra) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++) {
-		if (b[i] > 255)
-			return -1;
-		mac[i] = (unsigned char)b[i];
-	}
-	return 0;
-}
-
 static int raw_open(struct pp_conn *c, const struct pp_opts *o)
 {
 	if (!o->iface)
@@ -70,7 +56,7 @@ static int raw_open(struct pp_conn *c, const struct pp_opts *o)
 	send_hdr[12] = RAW_ETHERTYPE >> 8;
 	send_hdr[13] = RAW_ETHERTYPE & 0xff;
 	if (o->dest) {
-		if (parse_mac(o->dest, send_hdr) < 0)
+		if (pp_parse_mac(o->dest, send_hdr) < 0)
 			pp_die("bad MAC address '%s'", o->dest);
 		have_peer = 1;
 	}

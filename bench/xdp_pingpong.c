@@ -63,20 +63,6 @@ static struct {
 	size_t max_payload;
 } X;
 
-static int parse_mac(const char *s, unsigned char mac[6])
-{
-	unsigned int b[6];
-	char extra;
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &extra) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++) {
-		if (b[i] > 255)
-			return -1;
-		mac[i] = (unsigned char)b[i];
-	}
-	return 0;
-}
-
 static long sys_bpf(int cmd, union bpf_attr *a)
 {
 	return syscall(__NR_bpf, cmd, a, sizeof(*a));
@@ -164,7 +150,7 @@ static int xdp_open(struct pp_conn *c, const struct pp_opts *o)
 	X.hdr[12] = XDP_ETHERTYPE >> 8;
 	X.hdr[13] = XDP_ETHERTYPE & 0xff;
 	if (o->dest) {
-		if (parse_mac(o->dest, X.hdr) < 0)
+		if (pp_parse_mac(o->dest, X.hdr) < 0)
 			pp_die("bad MAC address '%s'", o->dest);
 		X.have_peer = 1;
 	}

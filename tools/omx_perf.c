@@ -14,13 +14,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <sys/mman.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 

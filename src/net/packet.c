@@ -191,7 +191,7 @@ static __attribute__((noinline)) int pkt_recv_frames(struct omx_net_packet *p, o
 	int count = 0, losing = 0;
 
 	while ((unsigned)count < max) {
-		struct tpacket2_hdr *h = pkt_slot(p, p->head);
+		struct tpacket2_hdr *h = p->head_slot;
 		uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 		if (!(status & TP_STATUS_USER))
 			break;

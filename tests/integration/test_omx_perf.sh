@@ -207,25 +207,23 @@ SERVER_ARGS=(-w)
 run_pair "mtu1500-wait-sync-aligned" "" "${RUN_ARGS[@]}" -w -Y -a
 SERVER_ARGS=(-y)
 run_pair "mtu1500-unidir-yield" "" "${RUN_ARGS[@]}" -U -y
+# run_flag_pair NAME FLAG PARAMS_REGEX : a short run (two lengths, five iterations, the server
+# tracing with -v) with client option FLAG, then the server's "Received parameters" line must
+# match PARAMS_REGEX: the option reached the server through the parameter block.
+run_flag_pair() {
+	local name=$1 flag=$2 re=$3 saved=("${EXPECTED_LENGTHS[@]}")
+	SERVER_ARGS=(-v)
+	EXPECTED_LENGTHS=(65536 262144)
+	ITER=5
+	run_pair "$name" "" -S 65536 -E 262145 -M 4 -N 5 -W 1 -P 0 "$flag"
+	ITER=50
+	EXPECTED_LENGTHS=("${saved[@]}")
+	check "$name: the server received $flag" grep -q "^Received parameters: $re" "$TMP/$name.srv.err"
+}
 # -T (an omx extension, parameter byte 43): the server must see it too (it writes its replies)
-SERVER_ARGS=(-v) # (a short run: -v traces every iteration)
-SAVED_LENGTHS=("${EXPECTED_LENGTHS[@]}")
-EXPECTED_LENGTHS=(65536 262144)
-ITER=5
-run_pair "mtu1500-touch" "" -S 65536 -E 262145 -M 4 -N 5 -W 1 -P 0 -T
-ITER=50
-EXPECTED_LENGTHS=("${SAVED_LENGTHS[@]}")
-check "mtu1500-touch: the server received the touch flag" \
-	grep -q "^Received parameters: .* touch 1$" "$TMP/mtu1500-touch.srv.err"
+run_flag_pair "mtu1500-touch" -T ".* touch 1$"
 # -H (huge-page buffers, alignment byte 2): the server allocates its buffers the same way
-SERVER_ARGS=(-v)
-EXPECTED_LENGTHS=(65536 262144)
-ITER=5
-run_pair "mtu1500-huge" "" -S 65536 -E 262145 -M 4 -N 5 -W 1 -P 0 -H
-ITER=50
-EXPECTED_LENGTHS=("${SAVED_LENGTHS[@]}")
-check "mtu1500-huge: the server received huge-page alignment" \
-	grep -q "^Received parameters: .* align 2 " "$TMP/mtu1500-huge.srv.err"
+run_flag_pair "mtu1500-huge" -H ".* align 2 "
 
 # --- bad input ------------------------------------------------------------------------------
 

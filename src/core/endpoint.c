@@ -207,10 +207,13 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 		ms = 1000; /* bounded: signals and changes of configuration are noticed */
 	struct pollfd fds[3] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
 				 { ep->local ? ep->local->fd : -1, POLLIN, 0 } };
-	if (ep->local && ep->local->ops->prepare_sleep && ep->local->ops->prepare_sleep(ep->local, 1))
+	if (ep->local && ep->local->ops->prepare_sleep && ep->local->ops->prepare_sleep(ep->local, 1, 0))
 		ms = 0; /* frames already in our shared-memory ring */
 	ep->poller_active = 1;
 	pthread_mutex_unlock(&ep->lock);
+	/* poll(), not an epoll set kept per endpoint: an epoll entry stays on each socket's wait
+	 * queue, so every frame received while we are awake ran its wake-up callback (blocking
+	 * 4 MiB streams lost ~8%, docs/performance.md stop 27). */
 	int r = poll(fds, 3, ms);
 	int intr = r < 0 && errno == EINTR;
 	if (r > 0 && (fds[1].revents & POLLIN)) {
@@ -229,7 +232,7 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	pthread_mutex_lock(&ep->lock);
 	ep->poller_active = 0;
 	if (ep->local && ep->local->ops->prepare_sleep)
-		ep->local->ops->prepare_sleep(ep->local, 0);
+		ep->local->ops->prepare_sleep(ep->local, 0, r < 0 || (fds[2].revents & (POLLIN | POLLERR)));
 	if (intr && omx__cfg.waitintr && !ep->poller_is_thread)
 		ep->intr_gen++; /* OMX_WAITINTR: the signal ends the waits (as if they timed out) */
 	pthread_cond_broadcast(&ep->cond);

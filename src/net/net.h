@@ -64,8 +64,9 @@ struct omx_net_ops {
 	uint64_t (*next_deadline)(struct omx_net *n);
 	void (*close)(struct omx_net *n);
 	/* May be NULL. Called with sleeping=1 just before the owner sleeps on fd (returns 1 if work
-	 * is already waiting: do not sleep), and with 0 after it woke. */
-	int (*prepare_sleep)(struct omx_net *n, int sleeping);
+	 * is already waiting: do not sleep), and with 0 after it woke; fd_ready (when sleeping=0):
+	 * whether the sleep may have found fd readable (0 only when it reported fd idle). */
+	int (*prepare_sleep)(struct omx_net *n, int sleeping, int fd_ready);
 	/* May be NULL (the caller then sends frame by frame). Send up to OMX_NET_BATCH_MAX frames in
 	 * one system call; returns how many it sent (always the first ones), or -errno as send. */
 	int (*send_batch)(struct omx_net *n, const struct omx_net_frame *f, unsigned count);

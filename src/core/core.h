@@ -60,6 +60,7 @@ struct omx_config {
 	uint32_t rx_ring_kb;       /* receive ring per endpoint; 0 = OMX_RX_RING_AUTO_SLOTS */
 	uint32_t rx_split;         /* bytes of a frame the ring keeps (longer: split receive); 0 off */
 	uint32_t rx_pull_split;    /* OMX_RX_SPLIT=pull: slot bytes of the pull replies' socket; 0 off */
+	uint32_t rx_medium_split;  /* with it, mediums longer than this go to that socket too; 0: none */
 	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
 	uint64_t unexp_peer_max;   /* ... of which one partner may use */
 	int progress_thread;       /* asynchronous progress thread per endpoint */
@@ -587,6 +588,10 @@ void omx__build_notify(union omx_request *r, struct omx_pkt *pkt);
 /* recv.c */
 void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
 void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len); /* same-host transport */
+/* Split receive of MEDIUM fragments (recv.c): where the fragment's bytes go if it is accepted now
+ * (NULL: it goes the ordinary way), and the fragment's acceptance once they are there. */
+uint8_t *omx__medium_place(struct omx_endpoint *ep, const struct omx_pkt *pkt);
+void omx__recv_medium_placed(struct omx_endpoint *ep, struct omx_pkt *pkt);
 omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
 			    uint64_t mask, void *context, omx_request_t *request);
 int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request **out);

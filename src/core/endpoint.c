@@ -443,6 +443,8 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		o.rx_ring_frames = omx__rx_ring_frames(omx__cfg.rx_ring_kb, ep->board->iface.mtu);
 		o.rx_split = omx__cfg.rx_split;
 		o.rx_pull_split = omx__cfg.rx_pull_split;
+		/* The filter reads the extended wire mode's 32-bit message length. */
+		o.rx_medium_split = ep->wp.mode == OMX_WIRE_EXTENDED ? omx__cfg.rx_medium_split : 0;
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
 	}
 	if (!ep->net) {

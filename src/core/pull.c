@@ -405,14 +405,40 @@ void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 
 /*
  * Split receive (net.h): a large frame whose head is in the RX ring and whole frame in the
- * socket. A PULL_REPLY we still miss, for a receive buffer of one segment, is read with its
- * payload straight into that buffer: one copy in all (kernel to user), as TCP does, instead of
+ * socket. A PULL_REPLY we still miss, for a receive buffer of one segment, or a MEDIUM fragment
+ * of a receive matched (or about to be) in one segment (recv.c, omx__medium_place), is read with
+ * its payload straight into that buffer: one copy in all (kernel to user), as TCP does, instead of
  * kernel to ring to buffer. Anything else goes the ordinary way (returns 0).
  */
+static int split_medium(struct omx_endpoint *ep, const uint8_t *head, size_t head_len, size_t frame_len,
+			struct omx_net_split *s)
+{
+	struct omx_pkt pkt;
+	/* The decoder reads only the headers (checked to be in head); it is given the frame's true
+	 * length so that it validates the payload length against it. */
+	if (omx_wire_decode(&ep->wp, head, frame_len, &pkt) != OMX_WIRE_OK)
+		return 0;
+	size_t hdr = (size_t)(pkt.payload - head);
+	uint8_t hbuf[OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN], tail[64];
+	uint8_t *dst;
+	if (hdr > sizeof(hbuf) || hdr > head_len || !(dst = omx__medium_place(ep, &pkt)))
+		return 0;
+	struct iovec iov[3] = { { hbuf, hdr }, { dst, pkt.payload_len }, { tail, sizeof(tail) } };
+	/* A failed read leaves bytes of another frame where this fragment goes, still missing:
+	 * its retransmission overwrites them. */
+	if (omx_net_split_read(s, iov, 3) != (long)frame_len)
+		return 1; /* lost (the transport resynchronises); the sender retransmits */
+	omx__count_add(ep->board, OMX_C_X_SPLIT_PLACED_BYTES, pkt.payload_len);
+	omx__recv_medium_placed(ep, &pkt);
+	return 1;
+}
+
 int omx__recv_split(void *arg, const uint8_t *head, size_t head_len, size_t frame_len, struct omx_net_split *s)
 {
 	struct omx_endpoint *ep = arg;
 	struct omx_pkt pkt;
+	if (head_len > OMX_HEAD_LEN && head[OMX_HEAD_LEN] == OMX_PT_MEDIUM && head_len >= OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN)
+		return split_medium(ep, head, head_len, frame_len, s);
 	/* For a PULL_REPLY the decoder reads only the 32 bytes of headers (checked to be in head); it
 	 * is given the frame's true length so that it validates the payload length against it. */
 	if (head_len < OMX_HEAD_LEN + OMX_BODY_PULL_REPLY_LEN || head[OMX_HEAD_LEN] != OMX_PT_PULL_REPLY ||

@@ -128,7 +128,9 @@ static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const
 	r->s.u.recv.frags_mask |= 1u << i;
 	r->s.u.recv.received += n;
 	omx__count(ep->board, OMX_C_RECV_MEDIUM_FRAG);
-	if (r->s.u.recv.unexp_buf) {
+	if (!pkt->payload) {
+		/* placed: the bytes are in r's buffer already (omx__medium_place) */
+	} else if (r->s.u.recv.unexp_buf) {
 		omx_memcpy(r->s.u.recv.unexp_buf + off, pkt->payload, n);
 	} else if (off < r->s.status.xfer_length) {
 		uint32_t m = r->s.status.xfer_length - off < n ? r->s.status.xfer_length - off : n;
@@ -427,17 +429,78 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 /* ---- per-type entry points ---- */
 
 /* Head peer index must name a present peer whose MAC is the frame's source (wire.md 3). */
-static struct omx_partner *sender_partner(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)
+static struct omx_partner *find_sender(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)
 {
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
-	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0) {
-		omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);
+	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0)
 		return NULL;
-	}
-	struct omx_partner *p = omx__partner_get(ep, pkt->peer_index, src_ep);
+	return omx__partner_get(ep, pkt->peer_index, src_ep);
+}
+
+static struct omx_partner *sender_partner(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)
+{
+	struct omx_partner *p = find_sender(ep, pkt, src_ep);
 	if (!p)
 		omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);
 	return p;
+}
+
+/* The posted receive omx__match_posted would take for this match, left in place. */
+static union omx_request *peek_posted(struct omx_endpoint *ep, uint64_t match)
+{
+	struct omx_list *pos;
+	for (pos = ep->posted_recvs.next; pos != &ep->posted_recvs; pos = pos->next) {
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
+		if ((match & r->s.u.recv.match_mask) == r->s.u.recv.match_info)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * Split receive of mediums (pull.c, omx__recv_split): the kernel holds a large MEDIUM fragment
+ * whose headers we have seen, and reads it into the place we name in one copy, instead of copying
+ * it into the RX ring (on the sending CPU, under veth) for us to copy again. The place is the one
+ * the ordinary path would copy the fragment to: the posted receive that matches the partner's next
+ * message in sequence (the one omx__match_posted takes), or the matched receive a later fragment
+ * belongs to; one contiguous segment, the fragment wholly inside what the receive keeps (not
+ * truncated away), not there already. Anything else (unexpected, early, duplicate, other
+ * session...) returns NULL and the frame goes the ordinary way. The endpoint lock is held from
+ * here until the fragment is accepted, so the ordinary path then decides the same way.
+ */
+uint8_t *omx__medium_place(struct omx_endpoint *ep, const struct omx_pkt *pkt)
+{
+	const struct omx_pkt_msg *m = &pkt->u.msg;
+	if (pkt->ptype != OMX_PT_MEDIUM || !m->frag_length || m->dst_endpoint != ep->endpoint_index ||
+	    m->session != ep->session)
+		return NULL;
+	struct omx_partner *p = find_sender(ep, pkt, m->src_endpoint);
+	if (!p || p->next_send_seq == OMX_SEQ_UNCONNECTED || omx_seq_sesnum(m->lib_seqnum) != omx_seq_sesnum(p->next_complete_seq) ||
+	    omx_seq_sesnum(m->lib_piggyack) != omx_seq_sesnum(p->next_send_seq))
+		return NULL;
+	uint16_t s = m->lib_seqnum;
+	if (omx_seq_diff(s, p->next_complete_seq) > omx_seq_diff(p->next_match_seq, p->next_complete_seq))
+		return NULL; /* early */
+	union omx_request *r;
+	uint32_t keep;
+	if (s == p->next_match_seq) {
+		r = peek_posted(ep, m->match);
+		if (!r)
+			return NULL;
+		keep = m->length < r->s.total_len ? m->length : r->s.total_len;
+	} else {
+		r = find_partial(p, s);
+		if (!r || (r->s.state & OMX_RS_UNEXPECTED) || r->s.u.recv.unexp_buf || m->length != r->s.status.msg_length ||
+		    ((r->s.u.recv.frags_mask >> m->frag_seqnum) & 1))
+			return NULL;
+		keep = r->s.status.xfer_length;
+	}
+	if (r->s.nseg != 1 || !r->s.segs[0].ptr)
+		return NULL;
+	uint32_t off = frag_offset(omx__wp_for(ep, p->mac), m->frag_seqnum);
+	if ((uint64_t)off + m->frag_length > keep)
+		return NULL;
+	return (uint8_t *)r->s.segs[0].ptr + off;
 }
 
 static void recv_msg(struct omx_endpoint *ep, const struct omx_pkt *pkt, const uint8_t *frame, size_t len)
@@ -459,6 +522,14 @@ static void recv_msg(struct omx_endpoint *ep, const struct omx_pkt *pkt, const u
 		return;
 	}
 	recv_sequenced(ep, p, pkt, frame, len, 0);
+}
+
+/* The fragment omx__medium_place named a place for, its bytes now there: accepted as any other
+ * (a NULL payload tells medium_add_frag not to copy them). */
+void omx__recv_medium_placed(struct omx_endpoint *ep, struct omx_pkt *pkt)
+{
+	pkt->payload = NULL;
+	recv_msg(ep, pkt, NULL, 0);
 }
 
 static void recv_truc(struct omx_endpoint *ep, const struct omx_pkt *pkt)

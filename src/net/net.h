@@ -97,8 +97,10 @@ struct omx_net_opts {
 	unsigned rx_pull_split;  /* >= 256: PULL_REPLY frames go to a second socket whose slots hold
 				  * this many bytes (split as above), every other frame whole into the
 				  * first; also only directly. 0: off */
-	int filter_mode;         /* internal: 0 every frame for the endpoint, 1 all but PULL_REPLY,
-				  * 2 only PULL_REPLY */
+	unsigned rx_medium_split; /* with rx_pull_split: MEDIUM fragments of messages longer than this
+				   * (bytes) go to the second socket too (extended wire mode only); 0: none */
+	int filter_mode;         /* internal: 0 every frame for the endpoint, 1 all but those of the
+				  * second socket, 2 only those (PULL_REPLY, large MEDIUM) */
 };
 
 /*

@@ -44,6 +44,7 @@
 #define PT_RAW 1
 #define PT_HOST_QUERY 3
 #define PT_HOST_REPLY 4
+#define PT_MEDIUM 39
 #define PT_PULL_REPLY 42
 #define PT_NACK_LIB 44
 
@@ -357,9 +358,9 @@ int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, un
 	return 0;
 }
 
-/* mode (omx_net_opts.filter_mode): 0 every frame for ep, 1 the same but PULL_REPLY, 2 only ep's
- * PULL_REPLY frames. */
-static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifindex, int mode)
+/* mode (omx_net_opts.filter_mode): 0 every frame for ep, 1 the same but PULL_REPLY and the MEDIUM
+ * fragments of messages longer than medium_split bytes (0: none), 2 only those of ep's frames. */
+static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifindex, int mode, uint32_t medium_split)
 {
 	unsigned i = 0;
 	/* Instruction indexes, fixed so that jump offsets can be computed by hand. */
@@ -376,6 +377,9 @@ static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifi
 		L_HR,          /* jeq 4 -> accept */
 		L_NL,          /* jeq 44 -> nacklib */
 		L_PR,          /* jeq 42 -> pullreply */
+		L_MED,         /* jeq 39 (MEDIUM) -> message length, else mode 2 drop, others [17] */
+		L_MLEN,        /* ld [20] (message length, extended wire mode) */
+		L_MCHK,        /* jgt medium_split: mode 2 -> [17] else drop; not: the reverse */
 		L_LD17,        /* ldb [17] */
 		L_CMP17,       /* jeq ep -> accept, drop */
 		L_LD25,        /* nacklib: ldb [25] */
@@ -409,7 +413,16 @@ static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifi
 	f[L_HR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_HOST_REPLY, only_pr ? J(L_HR, L_DROP) : J(L_HR, L_ACCEPT), 0);
 	f[L_NL] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_NACK_LIB, only_pr ? J(L_NL, L_DROP) : J(L_NL, L_LD25), 0);
 	f[L_PR] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_PULL_REPLY,
-					       mode == 1 ? J(L_PR, L_DROP) : J(L_PR, L_LD31), only_pr ? J(L_PR, L_DROP) : 0);
+					       mode == 1 ? J(L_PR, L_DROP) : J(L_PR, L_LD31), 0);
+	/* Large mediums go with the pull replies (mode 1 and 2 with medium_split): every other frame,
+	 * and all of them in mode 0, to the endpoint check, but in mode 2. */
+	int med = mode && medium_split;
+	uint8_t not_med = only_pr ? J(L_MED, L_DROP) : J(L_MED, L_LD17);
+	f[L_MED] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PT_MEDIUM, med ? 0 : not_med, not_med);
+	f[L_MLEN] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 20);
+	f[L_MCHK] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, medium_split,
+						 only_pr ? J(L_MCHK, L_LD17) : J(L_MCHK, L_DROP),
+						 only_pr ? J(L_MCHK, L_DROP) : J(L_MCHK, L_LD17));
 	f[L_LD17] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 17);
 	f[L_CMP17] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ep, J(L_CMP17, L_ACCEPT), J(L_CMP17, L_DROP));
 	f[L_LD25] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 25);
@@ -486,7 +499,8 @@ int omx_net_packet_socket(int ifindex, uint8_t endpoint, const struct omx_net_op
 		return -errno;
 
 	struct sock_filter insns[32];
-	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints, ifindex, opts->filter_mode),
+	struct sock_fprog prog = {.len = (unsigned short)build_filter(insns, endpoint, opts->all_endpoints, ifindex, opts->filter_mode,
+								      opts->rx_medium_split),
 				  .filter = insns};
 	if (opts->nack_responder) /* no endpoint open yet: every NACKable frame; replaced later */
 		prog.len = (unsigned short)build_nack_filter(insns, NULL, 0);

@@ -63,6 +63,20 @@ check "same with pull replies split" pair "sizes-65535-pullsplit" -z "4096,16384
 omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-pullsplit" 2>&1
 check "pull replies split: payloads placed from their socket ($(grep 'Split Receive' "$TMP/counters-pullsplit" | tr -s ' '))" \
 	grep -qE "^[0-9]{3}: +[1-9][0-9]* Split Receive Placed Bytes" "$TMP/counters-pullsplit"
+# With OMX_RX_SPLIT_MEDIUM, the fragments of mediums longer than that go to that socket too and are
+# read straight into the matched receive: mediums only here (the rendezvous threshold is 128 KiB
+# at this MTU), counters cleared first, so the placed bytes are mediums'.
+for h in 0 1; do omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 -c >/dev/null 2>&1; done
+ENVS=(OMX_RX_SPLIT=pull OMX_RX_SPLIT_MEDIUM=32768)
+check "$(omx_scale 2000) mediums of 32-128 KiB both ways, their fragments split" \
+	pair mediums-pullsplit -n "$(omx_scale 2000)" -l 32769 -m 131072 -w 4
+placed=0
+for h in 0 1; do
+	omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-medsplit$h" 2>&1
+	placed=$((placed + $(omx_counter "$TMP/counters-medsplit$h" "Split Receive Placed Bytes")))
+done
+check "medium fragments placed from their socket ($placed bytes; the rest arrived before their receive was posted)" \
+	test "$placed" -gt 0
 omx_netns_set_mtu 9000
 ENVS=(OMX_NONE=1)
 check "$(omx_scale 2000) concurrent large messages both ways (16 in flight each way)" \
@@ -75,6 +89,14 @@ ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 OMX_RX_SPLIT=2048)
 check "same loss and duplication with split receive" pair lossy-split -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
 ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80 OMX_RX_SPLIT=pull)
 check "same loss and duplication with pull replies split" pair lossy-pullsplit -n "$(omx_scale 200)" -l 32769 -m 8388608 -w 4
+omx_netns_set_mtu 65535
+ENVS=(OMX_RESEND_DELAY_MS=40 OMX_RX_SPLIT=pull OMX_RX_SPLIT_MEDIUM=32768)
+lost0=$(($(omx_nft_count 0 loss) + $(omx_nft_count 1 loss)))
+check "mediums of 32-128 KiB over the same loss and duplication, their fragments split (MTU 65535)" \
+	pair lossy-medsplit -n "$(omx_scale 400)" -l 32769 -m 131072 -w 4
+lost1=$(($(omx_nft_count 0 loss) + $(omx_nft_count 1 loss)))
+check "the loss rule dropped frames of those mediums ($((lost1 - lost0)))" test $((lost1 - lost0)) -gt 0
+omx_netns_set_mtu 9000
 check "the loss rule dropped frames" test "$(omx_nft_count 1 loss)" -gt 100
 omx_nft_clear 0; omx_nft_clear 1
 

@@ -30,7 +30,8 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_ZOMBIE_SEND", "512" }, { "OMX_SPIN_US", "100" }, { "OMX_WAITSPIN", "0" }, { "OMX_WAITINTR", "0" },
 	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
 	{ "OMX_PROGRESS_CHECK_MAX_US", "8000" }, { "OMX_PROGRESS_BATCH", "0" },
-	{ "OMX_CLOSE_LINGER_MS", "1000" }, { "OMX_RX_RING_KB", "auto" }, { "OMX_RX_SPLIT", "0" },
+	{ "OMX_CLOSE_LINGER_MS", "1000" }, { "OMX_RX_RING_KB", "auto" }, { "OMX_RX_SPLIT", "auto" },
+	{ "OMX_RX_SPLIT_MEDIUM", "0" },
 	{ "OMX_UNEXP_MAX_KB", "65536" }, { "OMX_UNEXP_PEER_MAX_KB", "16384" },
 	{ "OMX_BROKER", "/run/omx/omxd.sock" }, { "OMX_BROKER_ALWAYS", "0" }, { "OMX_CTXIDS", "" },
 	{ "OMX_ANY_ENDPOINT", "" }, { "OMX_DISABLE_SELF", "0" }, { "OMX_CONNECT_POLLALL", "0" },
@@ -249,9 +250,10 @@ void omx__config_load_open(void)
 	 * fragments of mediums longer than OMX_RX_SPLIT_MEDIUM if set, on a socket of their own
 	 * (docs/tuning.md: ping-pongs gain, one-way streams lose). */
 	const char *sp = getenv("OMX_RX_SPLIT");
+	c->rx_split_auto = !sp || !*sp || !strcmp(sp, "auto");
 	c->rx_pull_split = sp && !strcmp(sp, "pull") ? 256 : 0;
 	c->rx_medium_split = env_u32("OMX_RX_SPLIT_MEDIUM", NULL, 0);
-	c->rx_split = c->rx_pull_split ? 0 : env_u32("OMX_RX_SPLIT", NULL, 0);
+	c->rx_split = c->rx_pull_split || c->rx_split_auto ? 0 : env_u32("OMX_RX_SPLIT", NULL, 0);
 	c->unexp_max = (uint64_t)env_u32("OMX_UNEXP_MAX_KB", NULL, 65536) * 1024u;
 	c->unexp_peer_max = (uint64_t)env_u32("OMX_UNEXP_PEER_MAX_KB", NULL, 16384) * 1024u;
 	c->progress_thread = (int)env_u32("OMX_PROGRESS_THREAD", NULL, 1);

@@ -61,6 +61,7 @@ struct omx_config {
 	uint32_t rx_split;         /* bytes of a frame the ring keeps (longer: split receive); 0 off */
 	uint32_t rx_pull_split;    /* OMX_RX_SPLIT=pull: slot bytes of the pull replies' socket; 0 off */
 	uint32_t rx_medium_split;  /* with it, mediums longer than this go to that socket too; 0: none */
+	int rx_split_auto;         /* OMX_RX_SPLIT=auto (default): pull replies split or whole, as traffic goes */
 	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
 	uint64_t unexp_peer_max;   /* ... of which one partner may use */
 	int progress_thread;       /* asynchronous progress thread per endpoint */
@@ -345,6 +346,12 @@ struct omx_region {
 
 #define OMX_EP_MAGIC 0x4f4d5845u
 #define OMX_EP_DEAD 0xdeadeeeeu
+/* OMX_RX_SPLIT=auto: interfaces of at least this MTU get the adaptive pull-reply lanes (at MTU 9000
+ * a read per 9 KB frame costs more than the copy it saves, docs/tuning.md). */
+#define OMX_RX_SPLIT_AUTO_MTU 32768u
+/* ...and a pull takes the split lane when this side sent pull replies this recently. */
+#define OMX_LANE_RECENT_NS 10000000ull
+
 struct omx_endpoint {
 	uint32_t magic;           /* OMX_EP_MAGIC while open; closed structs stay allocated, poisoned */
 	struct omx_list list_elt; /* omx__g.endpoints */
@@ -362,6 +369,9 @@ struct omx_endpoint {
 	unsigned local_nack_count;
 	int lock_fd;  /* flock'd file making the (board, endpoint) slot ours */
 	int event_fd; /* wakes a sleeping waiter: omx_wakeup, completions by other threads */
+	struct omx_net *pkt;   /* the packet transport under any wrapper; NULL over the test hub */
+	int pull_lane_auto;    /* its pull replies change lanes (OMX_RX_SPLIT=auto) */
+	uint64_t bulk_sent_ns; /* when we last sent pull replies (ep->now_ns) */
 	omx_error_handler_t handler; /* NULL = global */
 	uint8_t ctxid_bits, ctxid_shift;
 	/* partners: partners[peer_index] -> array of endpoint_max pointers */

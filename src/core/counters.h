@@ -31,7 +31,7 @@
 #define OMX_COUNTERS_VERSION 1u
 #define OMX_COUNTERS_HEADER 256u
 #define OMX_COUNTER_SPEC 85
-#define OMX_COUNTER_EXTRA 18
+#define OMX_COUNTER_EXTRA 19
 #define OMX_COUNTER_SLOTS (OMX_COUNTER_SPEC + OMX_COUNTER_EXTRA)
 #define OMX_COUNTERS_FILE_SIZE 4096u
 
@@ -58,6 +58,7 @@ enum {
 	OMX_C_X_CONNECT_BAD_KEY = 100,    /* connect requests refused: wrong endpoint key */
 	OMX_C_X_SPLIT_PLACED_BYTES = 101, /* pull-reply bytes read from the socket straight into place */
 	OMX_C_X_COOP_WRITTEN_BYTES = 102, /* bytes we wrote into same-host receivers' buffers (single copy) */
+	OMX_C_X_SPLIT_LANE_SWITCHES = 103, /* pull replies moved between whole and split receive (OMX_RX_SPLIT=auto) */
 };
 
 struct omx_counters_file {

@@ -443,9 +443,16 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		o.rx_ring_frames = omx__rx_ring_frames(omx__cfg.rx_ring_kb, ep->board->iface.mtu);
 		o.rx_split = omx__cfg.rx_split;
 		o.rx_pull_split = omx__cfg.rx_pull_split;
+		/* auto: where pull replies are large enough for a split read to pay (docs/tuning.md). */
+		if (omx__cfg.rx_split_auto && ep->board->iface.mtu >= OMX_RX_SPLIT_AUTO_MTU) {
+			o.rx_pull_split = 256;
+			o.rx_pull_adaptive = 1;
+		}
 		/* The filter reads the extended wire mode's 32-bit message length. */
 		o.rx_medium_split = ep->wp.mode == OMX_WIRE_EXTENDED ? omx__cfg.rx_medium_split : 0;
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
+		ep->pkt = ep->net;
+		ep->pull_lane_auto = ep->net && o.rx_pull_adaptive && omx_net_packet_pull_lane(ep->net, 0) == 0;
 	}
 	if (!ep->net) {
 		if (*omx_net_broker_last_refusal())

@@ -196,6 +196,12 @@ static int try_send_now(union omx_request *r)
 	return 0;
 }
 
+static void complete_early(struct omx_endpoint *ep, union omx_request *r);
+
+/* Throttled sends leave in order as acks open the window. An eager one then completes as it would
+ * have, had it left at once (complete_early): otherwise its completion waited for its own ack,
+ * i.e. for the delayed ack when it was among the last few sent (a one-way sender 128 messages
+ * ahead of a descheduled same-host receiver stalled for OMX_ACK_DELAY_MS per round). */
 void omx__release_throttled(struct omx_partner *p)
 {
 	union omx_request *r;
@@ -211,6 +217,8 @@ void omx__release_throttled(struct omx_partner *p)
 			return;
 		}
 		r->s.state &= ~OMX_RS_NEED_SEQNUM;
+		if (r->s.type != OMX_REQ_SEND_LARGE && (r->s.state & OMX_RS_NEED_ACK))
+			complete_early(r->s.ep, r);
 	}
 }
 

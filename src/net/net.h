@@ -97,6 +97,8 @@ struct omx_net_opts {
 	unsigned rx_pull_split;  /* >= 256: PULL_REPLY frames go to a second socket whose slots hold
 				  * this many bytes (split as above), every other frame whole into the
 				  * first; also only directly. 0: off */
+	int rx_pull_adaptive;    /* with rx_pull_split: the second socket takes the pull replies only
+				  * while omx_net_packet_pull_lane says so (the first one otherwise) */
 	unsigned rx_medium_split; /* with rx_pull_split: MEDIUM fragments of messages longer than this
 				   * (bytes) go to the second socket too (extended wire mode only); 0: none */
 	int filter_mode;         /* internal: 0 every frame for the endpoint, 1 all but those of the
@@ -134,6 +136,10 @@ void omx_net_broker_forget_refusal(void);
 /* Frames lost by the kernel on this packet transport (ring full: PACKET_STATISTICS tp_drops) or
  * truncated in the ring, since open. Only for handles returned by omx_net_packet_open. */
 uint64_t omx_net_packet_drops(struct omx_net *n);
+/* With opts.rx_pull_adaptive: pull replies (and large mediums) from now on to the second socket,
+ * split (split=1), or whole into the first one's ring (0). 1 switched, 0 already so, -errno
+ * (-EOPNOTSUPP: not an adaptive handle). */
+int omx_net_packet_pull_lane(struct omx_net *n, int split);
 
 /* Same-host frames: a Unix datagram socket named after (board MAC, endpoint) in the abstract
  * namespace of the network namespace, plus (opts->shared) a shared-memory receive ring (shm/).

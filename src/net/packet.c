@@ -71,6 +71,11 @@ struct omx_net_packet {
 	 * base.fd is then an epoll descriptor over both sockets */
 	struct omx_net_packet *pull;
 	int epfd;
+	/* adaptive (opts.rx_pull_adaptive): which socket takes the pull replies is switched at run
+	 * time (omx_net_packet_pull_lane); the filters are rebuilt from these */
+	int adaptive, lane_split;
+	uint8_t endpoint;
+	uint32_t medium_split;
 };
 
 struct omx_net_split {
@@ -359,10 +364,15 @@ int omx_net_packet_set_open_endpoints(struct omx_net *n, const uint8_t *open, un
 }
 
 /* mode (omx_net_opts.filter_mode): 0 every frame for ep, 1 the same but PULL_REPLY and the MEDIUM
- * fragments of messages longer than medium_split bytes (0: none), 2 only those of ep's frames. */
+ * fragments of messages longer than medium_split bytes (0: none), 2 only those of ep's frames,
+ * 3 nothing (an adaptive pull-reply socket while the first one takes them). */
 static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifindex, int mode, uint32_t medium_split)
 {
 	unsigned i = 0;
+	if (mode == 3) {
+		f[0] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+		return 1;
+	}
 	/* Instruction indexes, fixed so that jump offsets can be computed by hand. */
 	enum {
 		L_PKTTYPE = 0, /* ld pkttype */
@@ -436,6 +446,33 @@ static unsigned build_filter(struct sock_filter *f, uint8_t ep, int all, int ifi
 	return L_COUNT;
 }
 
+static int attach_filter(struct omx_net_packet *p, int sock, int mode)
+{
+	struct sock_filter insns[32];
+	struct sock_fprog prog = { .len = (unsigned short)build_filter(insns, p->endpoint, 0, p->base.ifindex, mode,
+									 p->medium_split),
+				   .filter = insns };
+	return setsockopt(sock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ? -errno : 0;
+}
+
+int omx_net_packet_pull_lane(struct omx_net *n, int split)
+{
+	struct omx_net_packet *p = to_pkt(n);
+	if (!p->pull || !p->adaptive)
+		return -EOPNOTSUPP;
+	if (!split == !p->lane_split)
+		return 0;
+	/* The socket that takes the pull replies over accepts them first, so that none is refused
+	 * by both meanwhile; one accepted by both is a duplicate, which the pull drops. */
+	int e = split ? attach_filter(p, p->pull->sock, 2) : attach_filter(p, p->sock, 0);
+	if (!e)
+		e = split ? attach_filter(p, p->sock, 1) : attach_filter(p, p->pull->sock, 3);
+	if (e)
+		return e;
+	p->lane_split = !!split;
+	return 1;
+}
+
 /* Choose slot and block geometry: slots hold a whole frame of mtu + header (+ a VLAN tag);
  * at least 64 slots, about 2 MiB by default, at most 256 MiB. */
 int omx_net_packet_ring_req(uint32_t mtu, unsigned want_frames, struct tpacket_req *req)
@@ -505,7 +542,8 @@ int omx_net_packet_socket(int ifindex, uint8_t endpoint, const struct omx_net_op
 	if (opts->nack_responder) /* no endpoint open yet: every NACKable frame; replaced later */
 		prog.len = (unsigned short)build_nack_filter(insns, NULL, 0);
 	if (setsockopt(sock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
-	    (!opts->nack_responder && setsockopt(sock, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0))
+	    (!opts->nack_responder && !opts->rx_pull_adaptive &&
+	     setsockopt(sock, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0))
 		goto fail;
 	int ver = TPACKET_V2;
 	if (setsockopt(sock, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) < 0)
@@ -589,17 +627,25 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 		struct omx_net_opts po = *opts;
 		po.rx_split = opts->rx_pull_split;
 		po.rx_pull_split = 0;
-		po.filter_mode = 2;
+		po.filter_mode = opts->rx_pull_adaptive ? 3 : 2; /* adaptive: the first socket's lane first */
 		po.broker_path = NULL;
 		struct omx_net *pn = omx_net_packet_open(ifname, endpoint, &po, NULL);
 		if (pn && to_pkt(pn)->split) {
 			p->pull = to_pkt(pn);
 			mine = *opts;
 			mine.rx_split = 0;
-			mine.filter_mode = 1;
+			mine.filter_mode = opts->rx_pull_adaptive ? 0 : 1;
+			p->adaptive = opts->rx_pull_adaptive;
+			p->lane_split = !p->adaptive;
+			p->endpoint = endpoint;
+			p->medium_split = opts->rx_medium_split;
 			opts = &mine;
-		} else if (pn) {
-			pkt_close(pn);
+		} else {
+			if (pn)
+				pkt_close(pn);
+			mine = *opts;
+			mine.rx_pull_adaptive = 0; /* one socket: its filter is locked as usual */
+			opts = &mine;
 		}
 	}
 

@@ -50,7 +50,36 @@ check "lossless so far: medium fragments received, no duplicate without a retran
 # buffer). The lossy runs below repeat with split receive at MTU 9000 (2 KiB kept in the ring).
 omx_netns_set_mtu 65535
 ENVS=(OMX_NONE=1)
+counters() { # counters NAME: board 0's counters of both hosts into $TMP/NAME0 and NAME1
+	for h in 0 1; do
+		omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/$1$h" 2>&1
+	done
+}
+clear_counters() {
+	for h in 0 1; do omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 -c >/dev/null 2>&1; done
+}
+# The default at this MTU (OMX_RX_SPLIT=auto): a pull's replies are read split while the receiver
+# itself sends pull replies (traffic both ways), whole into the ring otherwise.
+clear_counters
 check "sizes 32769..64 MiB both ways, extended wire mode, MTU 65535" pair "sizes-65535" -z "$SIZES" -n 8 -w 2
+counters counters-auto
+for h in 0 1; do
+	check "both ways: host $h's pulls moved to the split lane ($(omx_counter "$TMP/counters-auto$h" "Split Receive Lane Switches") switches, $(omx_counter "$TMP/counters-auto$h" "Split Receive Placed Bytes") bytes placed)" \
+		test "$(omx_counter "$TMP/counters-auto$h" "Split Receive Placed Bytes")" -gt 0
+done
+# One way (omx_perf -U: the answers are empty): the receiver's pulls stay whole.
+clear_counters
+omx_host_exec 1 env $(omx_env 1) timeout 120 "$OMX_BUILD/tools/omx_perf" >"$TMP/oneway.srv" 2>&1 &
+srv=$!
+omx_wait_line '^Starting receiver' "$TMP/oneway.srv" 200 "$srv"
+check "one way: 4 MiB messages streamed" omx_host_exec 0 env $(omx_env 0) timeout 120 "$OMX_BUILD/tools/omx_perf" \
+	-d "${OMX_HOSTNAME[1]}:0" -S 4194304 -E 4194305 -N 20 -W 2 -U
+wait "$srv"
+counters counters-oneway
+check "one way: the receiver's pulls stayed whole ($(omx_counter "$TMP/counters-oneway1" "Recv Pull Reply") replies, $(omx_counter "$TMP/counters-oneway1" "Split Receive Lane Switches") switches)" \
+	cond '[ "$(omx_counter "$TMP/counters-oneway1" "Recv Pull Reply")" -gt 0 ] &&
+	      [ "$(omx_counter "$TMP/counters-oneway1" "Split Receive Lane Switches")" = 0 ] &&
+	      [ "$(omx_counter "$TMP/counters-oneway1" "Split Receive Placed Bytes")" = 0 ]'
 ENVS=(OMX_RX_SPLIT=4096)
 check "same with split receive" pair "sizes-65535-split" -z "$SIZES" -n 8 -w 2
 omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-split" 2>&1
@@ -66,7 +95,7 @@ check "pull replies split: payloads placed from their socket ($(grep 'Split Rece
 # With OMX_RX_SPLIT_MEDIUM, the fragments of mediums longer than that go to that socket too and are
 # read straight into the matched receive: mediums only here (the rendezvous threshold is 128 KiB
 # at this MTU), counters cleared first, so the placed bytes are mediums'.
-for h in 0 1; do omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 -c >/dev/null 2>&1; done
+clear_counters
 ENVS=(OMX_RX_SPLIT=pull OMX_RX_SPLIT_MEDIUM=32768)
 check "$(omx_scale 2000) mediums of 32-128 KiB both ways, their fragments split" \
 	pair mediums-pullsplit -n "$(omx_scale 2000)" -l 32769 -m 131072 -w 4

@@ -49,6 +49,19 @@ for mode in "send recv" "both both"; do
 			test "$A$B" = 00
 	done
 done
+# Eager messages one way to a receiver that comes late: the sender fills the window of unacked
+# messages (the receiver's ring slots) and its next sends wait, throttled; released by the acks,
+# they must complete as eager sends do, not wait for acks of their own (with the 10-minute delayed
+# ack above, the last of them stalled the sender).
+for len in 64 1024; do
+	run0 env $X timeout 120 "$P" exchange 0 "$H0" 1 "$len" 300 send >"$TMP/x0.log" 2>&1 &
+	A=$!
+	run0 env $X timeout 120 "$P" exchange 1 "$H0" 0 "$len" 300 recvlate >"$TMP/x1.log" 2>&1
+	B=$?
+	wait $A; A=$?
+	check "eager sends of $len B released from the window complete without their own ack ($(cat "$TMP/x0.log" "$TMP/x1.log" | tr '\n' ' '))" \
+		test "$A$B" = 00
+done
 # A receiver that stops calling the library for 0.5 s (omx_stress -p) while its peer keeps 1024
 # small messages in flight to it, with a socket queue of 8 datagrams (net.unix.max_dgram_qlen):
 # senders keep no more unacked messages in flight than the receiver's ring holds, so nothing is

@@ -7,11 +7,13 @@
  *   sendloop HOST EP [-n N] [-i ms]   connect, then N sends of 64 B / 4 KiB / 100 KiB in turn, one
  *                                     at a time; prints "status <i> <text>" whenever the status
  *                                     changes, and "done"; -r: reconnect after a failure
- *   exchange EP HOST PEER_EP LEN N [both|send|recv]
+ *   exchange EP HOST PEER_EP LEN N [both|send|recv|recvlate]
  *                                     open endpoint EP, connect to HOST:PEER_EP, then N rounds in
  *                                     which both sides send LEN bytes to each other at once
  *                                     (receive posted, send, poll both to completion), or one side
- *                                     sends and the other receives; checks the data; prints
+ *                                     sends and the other receives (recvlate: receives only after
+ *                                     staying out of the library for 1 s, so that the sender fills
+ *                                     its window and waits); checks the data; prints
  *                                     "exchanged N", or "stalled in round I" after 30 s
  *   inject IFACE DSTMAC [-n N] [-s seed]
  *                                     send N hostile frames (random bytes, truncated and mangled
@@ -463,6 +465,9 @@ static int exchange(int argc, char **argv)
 	size_t len = strtoul(argv[4], NULL, 0);
 	long rounds = atol(argv[5]);
 	const char *mode = argc > 6 ? argv[6] : "both";
+	int late = !strcmp(mode, "recvlate");
+	if (late)
+		mode = "recv";
 	int sending = strcmp(mode, "recv") != 0, receiving = strcmp(mode, "send") != 0;
 	uint64_t nic;
 	if (!lookup(argv[2], &nic))
@@ -478,6 +483,8 @@ static int exchange(int argc, char **argv)
 		return printf("connect: %s\n", omx_strerror(r)), 1;
 	uint8_t *sbuf = malloc(len ? len : 1), *rbuf = malloc(len ? len : 1);
 	fill_pattern(sbuf, len);
+	if (late)
+		sleep(1);
 	for (long i = 0; i < rounds; i++) {
 		omx_request_t sr, rr;
 		omx_status_t ss = { 0 }, rs = { 0 };

@@ -246,9 +246,10 @@ void omx__config_load_open(void)
 	c->spin_us = env_u32("OMX_SPIN_US", NULL, 100);
 	c->xfer_spin_ns = (uint64_t)env_u32("OMX_XFER_SPIN_US", NULL, 100) * 1000u;
 	c->rx_ring_kb = env_u32("OMX_RX_RING_KB", NULL, 0); /* 0: OMX_RX_RING_AUTO_SLOTS slots, <= 16 MiB */
-	/* OMX_RX_SPLIT: a slot size (every frame longer is split), or "pull": pull replies, and the
-	 * fragments of mediums longer than OMX_RX_SPLIT_MEDIUM if set, on a socket of their own
-	 * (docs/tuning.md: ping-pongs gain, one-way streams lose). */
+	/* OMX_RX_SPLIT: "auto" (default: pull replies split or whole as the traffic goes, at large
+	 * MTUs, endpoint.c and pull.c), a slot size (every frame longer is split), or "pull": pull
+	 * replies, and the fragments of mediums longer than OMX_RX_SPLIT_MEDIUM if set, on a socket
+	 * of their own (docs/tuning.md: ping-pongs gain, one-way streams lose). */
 	const char *sp = getenv("OMX_RX_SPLIT");
 	c->rx_split_auto = !sp || !*sp || !strcmp(sp, "auto");
 	c->rx_pull_split = sp && !strcmp(sp, "pull") ? 256 : 0;

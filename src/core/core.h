@@ -541,10 +541,15 @@ void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned co
 unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu);
 uint64_t omx__shared_ring_bytes(uint32_t ring_kb, uint32_t mtu);
 int omx__is_local_mac(const uint8_t mac[6]); /* a board of this host */
+/* Frames to or from the board of that MAC go through the same-host transport, not the network. */
+static inline int omx__via_local(const struct omx_endpoint *ep, const uint8_t mac[6])
+{
+	return ep->local && omx__is_local_mac(mac);
+}
 /* Wire parameters of frames exchanged with the board of that MAC (same host: ep->wp_local). */
 static inline const struct omx_wire_params *omx__wp_for(const struct omx_endpoint *ep, const uint8_t mac[6])
 {
-	return ep->local && omx__is_local_mac(mac) ? &ep->wp_local : &ep->wp;
+	return omx__via_local(ep, mac) ? &ep->wp_local : &ep->wp;
 }
 uint64_t omx__next_timer(struct omx_endpoint *ep);
 void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until);

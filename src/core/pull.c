@@ -119,7 +119,7 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	}
 	if (nrep)
 		omx__send_frames(ep, reps, nrep, OMX_C_SEND_PULL_REPLY);
-	if (!(ep->local && omx__is_local_mac(pkt->src_mac)))
+	if (!omx__via_local(ep, pkt->src_mac))
 		ep->bulk_sent_ns = ep->now_ns ? ep->now_ns : 1; /* choose_lane */
 }
 
@@ -258,7 +258,7 @@ static void pull_finish(struct omx_endpoint *ep, struct omx_pull *pl, omx_return
  */
 static void choose_lane(struct omx_endpoint *ep, struct omx_partner *p)
 {
-	if (!ep->pull_lane_auto || (ep->local && omx__is_local_mac(p->mac)))
+	if (!ep->pull_lane_auto || omx__via_local(ep, p->mac))
 		return;
 	int split = ep->bulk_sent_ns && ep->now_ns - ep->bulk_sent_ns < OMX_LANE_RECENT_NS;
 	if (omx_net_packet_pull_lane(ep->pkt, split) == 1)
@@ -431,26 +431,54 @@ void omx__handle_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt)
  * its payload straight into that buffer: one copy in all (kernel to user), as TCP does, instead of
  * kernel to ring to buffer. Anything else goes the ordinary way (returns 0).
  */
-static int split_medium(struct omx_endpoint *ep, const uint8_t *head, size_t head_len, size_t frame_len,
+/* The longest headers of a frame read split (MEDIUM's; PULL_REPLY's are shorter). */
+#define SPLIT_HDR_MAX (OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN)
+_Static_assert(OMX_BODY_MEDIUM_LEN >= OMX_BODY_PULL_REPLY_LEN, "SPLIT_HDR_MAX holds either header");
+
+/* Read a split frame whose headers are hdr (<= SPLIT_HDR_MAX) bytes with its payload (len bytes)
+ * straight into dst: 1 if the whole frame came, 0 if not (lost; the transport resynchronises). */
+static int split_read_into(struct omx_net_split *s, size_t hdr, uint8_t *dst, uint32_t len, size_t frame_len)
+{
+	uint8_t hbuf[SPLIT_HDR_MAX], tail[64];
+	struct iovec iov[3] = { { hbuf, hdr }, { dst, len }, { tail, sizeof(tail) } };
+	return omx_net_split_read(s, iov, 3) == (long)frame_len;
+}
+
+static int split_medium(struct omx_endpoint *ep, struct omx_pkt *pkt, size_t hdr, size_t frame_len,
 			struct omx_net_split *s)
 {
-	struct omx_pkt pkt;
-	/* The decoder reads only the headers (checked to be in head); it is given the frame's true
-	 * length so that it validates the payload length against it. */
-	if (omx_wire_decode(&ep->wp, head, frame_len, &pkt) != OMX_WIRE_OK)
+	uint8_t *dst = omx__medium_place(ep, pkt);
+	if (!dst)
 		return 0;
-	size_t hdr = (size_t)(pkt.payload - head);
-	uint8_t hbuf[OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN], tail[64];
-	uint8_t *dst;
-	if (hdr > sizeof(hbuf) || hdr > head_len || !(dst = omx__medium_place(ep, &pkt)))
-		return 0;
-	struct iovec iov[3] = { { hbuf, hdr }, { dst, pkt.payload_len }, { tail, sizeof(tail) } };
 	/* A failed read leaves bytes of another frame where this fragment goes, still missing:
 	 * its retransmission overwrites them. */
-	if (omx_net_split_read(s, iov, 3) != (long)frame_len)
-		return 1; /* lost (the transport resynchronises); the sender retransmits */
-	omx__count_add(ep->board, OMX_C_X_SPLIT_PLACED_BYTES, pkt.payload_len);
-	omx__recv_medium_placed(ep, &pkt);
+	if (!split_read_into(s, hdr, dst, pkt->payload_len, frame_len))
+		return 1; /* lost; the sender retransmits */
+	omx__count_add(ep->board, OMX_C_X_SPLIT_PLACED_BYTES, pkt->payload_len);
+	omx__recv_medium_placed(ep, pkt);
+	return 1;
+}
+
+static int split_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt, size_t hdr, size_t frame_len,
+			    struct omx_net_split *s)
+{
+	uint32_t b;
+	uint64_t bit;
+	struct omx_pull *pl = pull_reply_check(ep, pkt, &b, &bit);
+	if (!pl) {
+		omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
+		return 1; /* a drop (counted by the check) is not worth reading */
+	}
+	union omx_request *r = pl->req;
+	if (r->s.nseg != 1)
+		return 0; /* scattered receive buffer: the ordinary way (it counts the frame) */
+	uint8_t *dst = (uint8_t *)r->s.segs[0].ptr + pkt->u.pull_reply.msg_offset;
+	int got = split_read_into(s, hdr, dst, pkt->payload_len, frame_len);
+	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
+	if (!got)
+		return 1; /* lost; the pull asks again */
+	omx__count_add(ep->board, OMX_C_X_SPLIT_PLACED_BYTES, pkt->payload_len);
+	pull_reply_accept(ep, pl, pkt, b, bit, 1);
 	return 1;
 }
 
@@ -458,36 +486,18 @@ int omx__recv_split(void *arg, const uint8_t *head, size_t head_len, size_t fram
 {
 	struct omx_endpoint *ep = arg;
 	struct omx_pkt pkt;
-	if (head_len > OMX_HEAD_LEN && head[OMX_HEAD_LEN] == OMX_PT_MEDIUM && head_len >= OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN)
-		return split_medium(ep, head, head_len, frame_len, s);
-	/* For a PULL_REPLY the decoder reads only the 32 bytes of headers (checked to be in head); it
-	 * is given the frame's true length so that it validates the payload length against it. */
-	if (head_len < OMX_HEAD_LEN + OMX_BODY_PULL_REPLY_LEN || head[OMX_HEAD_LEN] != OMX_PT_PULL_REPLY ||
-	    omx_wire_decode(&ep->wp, head, frame_len, &pkt) != OMX_WIRE_OK)
+	if (head_len <= OMX_HEAD_LEN)
 		return 0;
-	uint32_t b;
-	uint64_t bit;
-	union omx_request *r;
+	uint8_t ptype = head[OMX_HEAD_LEN];
+	size_t body = ptype == OMX_PT_MEDIUM ? OMX_BODY_MEDIUM_LEN : ptype == OMX_PT_PULL_REPLY ? OMX_BODY_PULL_REPLY_LEN : 0;
+	/* The decoder reads only the headers (checked to be in head); it is given the frame's true
+	 * length so that it validates the payload length against it. */
+	if (!body || head_len < OMX_HEAD_LEN + body || omx_wire_decode(&ep->wp, head, frame_len, &pkt) != OMX_WIRE_OK)
+		return 0;
 	size_t hdr = (size_t)(pkt.payload - head);
-	uint8_t hbuf[OMX_HEAD_LEN + OMX_BODY_PULL_REPLY_LEN], tail[64];
-	if (hdr > sizeof(hbuf) || hdr > head_len)
+	if (hdr > head_len || hdr > SPLIT_HDR_MAX)
 		return 0;
-	struct omx_pull *pl = pull_reply_check(ep, &pkt, &b, &bit);
-	if (!pl) {
-		omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
-		return 1; /* a drop (counted by the check) is not worth reading */
-	}
-	if ((r = pl->req)->s.nseg != 1)
-		return 0; /* scattered receive buffer: the ordinary way (it counts the frame) */
-	uint8_t *dst = (uint8_t *)r->s.segs[0].ptr + pkt.u.pull_reply.msg_offset;
-	struct iovec iov[3] = { { hbuf, hdr }, { dst, pkt.payload_len }, { tail, sizeof(tail) } };
-	long n = omx_net_split_read(s, iov, 3);
-	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
-	if (n != (long)frame_len)
-		return 1; /* lost (the transport resynchronises); the pull asks again */
-	omx__count_add(ep->board, OMX_C_X_SPLIT_PLACED_BYTES, pkt.payload_len);
-	pull_reply_accept(ep, pl, &pkt, b, bit, 1);
-	return 1;
+	return ptype == OMX_PT_MEDIUM ? split_medium(ep, &pkt, hdr, frame_len, s) : split_pull_reply(ep, &pkt, hdr, frame_len, s);
 }
 
 void omx__handle_nack_mcp(struct omx_endpoint *ep, const struct omx_pkt *pkt)

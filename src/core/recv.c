@@ -34,19 +34,27 @@ static const int wire_err_counter[OMX_WIRE_ERR_COUNT] = {
 
 /* ---- matching ---- */
 
+/* The first posted receive that takes this match, left in place (omx__medium_place looks ahead). */
+static union omx_request *peek_posted(struct omx_endpoint *ep, uint64_t match)
+{
+	struct omx_list *pos;
+	for (pos = ep->posted_recvs.next; pos != &ep->posted_recvs; pos = pos->next) {
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
+		if ((match & r->s.u.recv.match_mask) == r->s.u.recv.match_info)
+			return r;
+	}
+	return NULL;
+}
+
 int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request **out)
 {
-	struct omx_list *pos, *tmp;
-	omx_list_for_each_safe(pos, tmp, &ep->posted_recvs) {
-		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
-		if ((match & r->s.u.recv.match_mask) == r->s.u.recv.match_info) {
-			omx_list_del(&r->s.queue_elt);
-			r->s.state &= ~OMX_RS_RECV_POSTED;
-			*out = r;
-			return 1;
-		}
-	}
-	return 0;
+	union omx_request *r = peek_posted(ep, match);
+	if (!r)
+		return 0;
+	omx_list_del(&r->s.queue_elt);
+	r->s.state &= ~OMX_RS_RECV_POSTED;
+	*out = r;
+	return 1;
 }
 
 int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
@@ -443,18 +451,6 @@ static struct omx_partner *sender_partner(struct omx_endpoint *ep, const struct 
 	if (!p)
 		omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);
 	return p;
-}
-
-/* The posted receive omx__match_posted would take for this match, left in place. */
-static union omx_request *peek_posted(struct omx_endpoint *ep, uint64_t match)
-{
-	struct omx_list *pos;
-	for (pos = ep->posted_recvs.next; pos != &ep->posted_recvs; pos = pos->next) {
-		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
-		if ((match & r->s.u.recv.match_mask) == r->s.u.recv.match_info)
-			return r;
-	}
-	return NULL;
 }
 
 /*

@@ -196,7 +196,16 @@ static int try_send_now(union omx_request *r)
 	return 0;
 }
 
-static void complete_early(struct omx_endpoint *ep, union omx_request *r);
+/* An eager send's payload is ours once sent: it completes before its ack ("zombie") unless
+ * too many do already. Rendezvous sends, and sends not sent yet (throttled), wait. */
+static void complete_early(struct omx_endpoint *ep, union omx_request *r)
+{
+	if (r->s.type == OMX_REQ_SEND_LARGE || !(r->s.state & OMX_RS_NEED_ACK) || ep->zombies >= omx__cfg.zombie_max)
+		return;
+	r->s.state |= OMX_RS_DONE_EARLY;
+	ep->zombies++;
+	omx__req_complete(r, OMX_SUCCESS);
+}
 
 /* Throttled sends leave in order as acks open the window. An eager one then completes as it would
  * have, had it left at once (complete_early): otherwise its completion waited for its own ack,
@@ -217,8 +226,7 @@ void omx__release_throttled(struct omx_partner *p)
 			return;
 		}
 		r->s.state &= ~OMX_RS_NEED_SEQNUM;
-		if (r->s.type != OMX_REQ_SEND_LARGE && (r->s.state & OMX_RS_NEED_ACK))
-			complete_early(r->s.ep, r);
+		complete_early(r->s.ep, r);
 	}
 }
 
@@ -482,17 +490,6 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 	return OMX_SUCCESS;
 }
 
-/* An eager send's payload is ours once sent: it completes before its ack ("zombie") unless
- * too many do already. */
-static void complete_early(struct omx_endpoint *ep, union omx_request *r)
-{
-	if (ep->zombies >= omx__cfg.zombie_max)
-		return;
-	r->s.state |= OMX_RS_DONE_EARLY;
-	ep->zombies++;
-	omx__req_complete(r, OMX_SUCCESS);
-}
-
 /*
  * Same-host eager sends (TINY/SMALL to an endpoint of this host) leave before their request is
  * set up. Everything between the application's call and the frame reaching the receiver's ring
@@ -605,8 +602,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 			r->s.state |= OMX_RS_NEED_SEQNUM;
 			omx_list_add_tail(&p->throttled, &r->s.queue_elt);
 		}
-		if (r->s.type != OMX_REQ_SEND_LARGE && (r->s.state & OMX_RS_NEED_ACK))
-			complete_early(ep, r);
+		complete_early(ep, r);
 	}
 	omx__progress_clocked(ep);
 	pthread_mutex_unlock(&ep->lock);

@@ -124,7 +124,7 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 {
 	struct iovec iov[2];
 	unsigned iovcnt = 1;
-	int local = ep->local && omx__is_local_mac(pkt->dst_mac);
+	int local = omx__via_local(ep, pkt->dst_mac);
 	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp;
 	if (local && (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL)) {
 		omx__send_eager_local(ep, pkt, counter);
@@ -148,7 +148,7 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter)
 {
 	const struct omx_net_ops *ops = ep->net->ops;
-	if (!ops->send_batch || count < 2 || (ep->local && omx__is_local_mac(pkts[0].dst_mac))) {
+	if (!ops->send_batch || count < 2 || omx__via_local(ep, pkts[0].dst_mac)) {
 		for (unsigned i = 0; i < count; i++)
 			omx__send_frame(ep, &pkts[i], counter);
 		return;

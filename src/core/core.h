@@ -260,6 +260,9 @@ union omx_request {
 		union {
 			struct {
 				uint8_t *data; /* copy of the payload (eager); NULL if len == 0 */
+				/* medium: the caller's buffer until data holds its copy (made right
+				 * after the first transmission) */
+				const uint8_t *src;
 				uint32_t frags;
 				/* large */
 				int region;

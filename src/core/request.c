@@ -47,7 +47,8 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 	r->s.segs = r->s.seg_in;
 	r->s.nseg = 1;
 	r->s.resends_max = ep->resends_max;
-	r->s.u.send.region = -1;
+	if (type <= OMX_REQ_SEND_SELF) /* u.send only: the same bytes are a receive's own fields */
+		r->s.u.send.region = -1;
 	return r;
 }
 
@@ -392,7 +393,8 @@ omx_return_t omx_ibuffered(omx_endpoint_t ep, omx_request_t *request, uint32_t *
 	case OMX_REQ_SEND_SMALL:
 	case OMX_REQ_SEND_MEDIUM:
 	case OMX_REQ_SEND_SELF:
-		*result = 1; /* eager payloads are copied when posted */
+		/* eager payloads are copied when posted; a medium's after its first transmission */
+		*result = !r->s.u.send.src;
 		break;
 	case OMX_REQ_SEND_LARGE:
 		*result = (r->s.state & OMX_RS_DONE) ? 1 : 0;

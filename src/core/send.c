@@ -64,8 +64,13 @@ void omx__send_sequenced(union omx_request *r)
 		omx__send_frame(ep, &pkt, r->s.type == OMX_REQ_SEND_TINY ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
 		break;
 	case OMX_REQ_SEND_MEDIUM: {
-		/* The fragments leave together (one sendmmsg on the network, omx__send_frames). */
+		/* The fragments leave together (one sendmmsg on the network, omx__send_frames). The
+		 * first transmission reads the caller's buffer, and only then is the payload copied for
+		 * retransmission (the send completes early, with the copy): copying first put a pass
+		 * over the whole message before its first frame on the critical path (128 KiB at MTU
+		 * 65535: ~4 µs of a ~20 µs half round trip). */
 		const struct omx_wire_params *wp = omx__wp_for(ep, r->s.partner->mac);
+		const uint8_t *src = r->s.u.send.src ? r->s.u.send.src : r->s.u.send.data;
 		uint32_t F = wp->medium_frag_max;
 		struct omx_pkt frags[OMX_NET_BATCH_MAX];
 		unsigned nf = 0;
@@ -76,7 +81,7 @@ void omx__send_sequenced(union omx_request *r)
 			fp->u.msg.frag_seqnum = (uint8_t)i;
 			fp->u.msg.frag_length = (uint16_t)(len - off < F ? len - off : F);
 			fp->u.msg.frag_pipeline = wp->frag_pipeline;
-			fp->payload = r->s.u.send.data + off;
+			fp->payload = src + off;
 			fp->payload_len = fp->u.msg.frag_length;
 			if (++nf == OMX_NET_BATCH_MAX) {
 				omx__send_frames(ep, frags, nf, OMX_C_SEND_MEDIUMSQ_FRAG);
@@ -85,6 +90,10 @@ void omx__send_sequenced(union omx_request *r)
 		}
 		if (nf)
 			omx__send_frames(ep, frags, nf, OMX_C_SEND_MEDIUMSQ_FRAG);
+		if (r->s.u.send.src) {
+			memcpy(r->s.u.send.data, r->s.u.send.src, len);
+			r->s.u.send.src = NULL;
+		}
 		break;
 	}
 	case OMX_REQ_RECV_LARGE:
@@ -485,6 +494,10 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 		r->s.u.send.data = malloc(len);
 		if (!r->s.u.send.data)
 			return OMX_NO_RESOURCES;
+		if (r->s.nseg == 1) { /* copied after its first transmission (omx__send_sequenced) */
+			r->s.u.send.src = r->s.segs[0].ptr;
+			return OMX_SUCCESS;
+		}
 	}
 	omx__copy_from_segs(r->s.segs, r->s.nseg, 0, r->s.u.send.data, len);
 	return OMX_SUCCESS;

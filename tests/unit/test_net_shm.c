@@ -445,19 +445,19 @@ static void copy_policy(void)
 	CHECK(rndv == 4096 && min == 0);
 	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0 }; /* the AMD VM: 3.6x memcpy per byte */
 	omx_copy_policy(&dear, 0, &rndv, &min);
-	CHECK(rndv == 32 * 1024 && min == 4u << 20);
+	CHECK(rndv == 128 * 1024 && min == 4u << 20);
 	omx_copy_policy(&dear, 1, &rndv, &min); /* senders help: the single copy wins from 1 MiB */
-	CHECK(rndv == 32 * 1024 && min == 1u << 20);
+	CHECK(rndv == 128 * 1024 && min == 1u << 20);
 	/* the AMD VM on stop 26: a cheaper entry, the same dear copy: still the ring up to 1 MiB */
 	struct omx_copy_calib amd26 = { 1, 870.0, 58.0, 8.0 };
 	omx_copy_policy(&amd26, 1, &rndv, &min);
-	CHECK(rndv == 32 * 1024 && min == 1u << 20);
+	CHECK(rndv == 128 * 1024 && min == 1u << 20);
 	struct omx_copy_calib mid = { 1, 3000.0, 30.0, 20.0 }; /* wins from 100 KiB on */
 	omx_copy_policy(&mid, 1, &rndv, &min);
-	CHECK(rndv == 32 * 1024 && min == 128 * 1024);
+	CHECK(rndv == 128 * 1024 && min == 128 * 1024);
 	struct omx_copy_calib mid2 = { 1, 2000.0, 30.0, 20.0 }; /* from 50 KiB */
 	omx_copy_policy(&mid2, 1, &rndv, &min);
-	CHECK(rndv == 32 * 1024 && min == 64 * 1024);
+	CHECK(rndv == 64 * 1024 && min == 64 * 1024); /* eager up to where the single copy starts */
 	struct omx_copy_calib here;
 	CHECK(omx_copy_calibrate(&here) == 0);
 	CHECK(here.ok && here.cma_fixed_ns > 0 && here.memcpy_ns_per_kib > 0 && here.cma_ns_per_kib >= 0);

@@ -620,7 +620,8 @@ static omx_return_t endpoint_setup(struct omx_endpoint *ep)
 	ep->txbuf_len = (ep->wp_local.mtu > ep->wp.mtu ? ep->wp_local.mtu : ep->wp.mtu) + 64;
 	ep->txbuf = malloc(ep->txbuf_len);
 	ep->batchbuf = malloc((size_t)OMX_NET_BATCH_MAX * OMX_BATCH_SLOT);
-	ep->pullbuf = malloc(ep->wp.pull_reply_max);
+	ep->pullbuf = malloc(ep->wp_local.pull_reply_max > ep->wp.pull_reply_max ? ep->wp_local.pull_reply_max
+										 : ep->wp.pull_reply_max);
 	ep->partners = calloc(omx__cfg.peer_max, sizeof(*ep->partners));
 	if (ep->event_fd < 0 || !ep->txbuf || !ep->batchbuf || !ep->pullbuf || !ep->partners)
 		return OMX_NO_SYSTEM_RESOURCES;

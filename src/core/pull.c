@@ -19,6 +19,7 @@ struct omx_pull {
 	struct omx_partner *partner;
 	uint32_t slot, handle;
 	uint32_t total;       /* X: bytes to pull */
+	uint32_t R;           /* reply size: the interface's, or the same-host frames' (wp_local) */
 	uint32_t nframes, nblocks;
 	uint32_t first_block; /* oldest incomplete block */
 	uint32_t next_block;  /* next block to request */
@@ -48,7 +49,8 @@ static void send_nack_mcp(struct omx_endpoint *ep, const struct omx_pkt *pkt, ui
 void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 {
 	const struct omx_pkt_pull *q = &pkt->u.pull;
-	uint32_t R = ep->wp.pull_reply_max;
+	const struct omx_wire_params *wp = omx__wp_for(ep, pkt->src_mac); /* same host: larger replies */
+	uint32_t R = wp->pull_reply_max;
 	omx__count(ep->board, OMX_C_RECV_PULL_REQ);
 	omx__xfer_touch(ep);
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
@@ -66,7 +68,7 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		return;
 	}
 	uint64_t frames = ((uint64_t)q->first_frame_offset + q->block_length + R - 1) / R;
-	if (frames > ep->wp.pull_block_replies || q->first_frame_offset >= R) {
+	if (frames > wp->pull_block_replies || q->first_frame_offset >= R) {
 		omx__count(ep->board, OMX_C_DROP_PULL_BAD_REPLIES);
 		return;
 	}
@@ -179,7 +181,7 @@ static void request_block(struct omx_endpoint *ep, struct omx_pull *pl, uint32_t
 {
 	union omx_request *r = pl->req;
 	struct omx_partner *p = pl->partner;
-	uint32_t R = ep->wp.pull_reply_max, B = ep->wp.pull_block_replies;
+	uint32_t R = pl->R, B = ep->wp.pull_block_replies;
 	uint64_t start = (uint64_t)b * B * R;
 	struct omx_pkt pkt;
 	memset(&pkt, 0, sizeof(pkt));
@@ -269,7 +271,7 @@ void omx__large_recv_start(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
 	uint32_t X = r->s.status.xfer_length;
-	uint32_t R = ep->wp.pull_reply_max, B = ep->wp.pull_block_replies;
+	uint32_t R = omx__wp_for(ep, r->s.partner->mac)->pull_reply_max, B = ep->wp.pull_block_replies;
 	omx__xfer_touch(ep);
 	r->s.type = OMX_REQ_RECV_LARGE;
 	if (X == 0) {
@@ -301,6 +303,7 @@ void omx__large_recv_start(union omx_request *r)
 	pl->slot = (uint32_t)slot;
 	pl->handle = ((uint32_t)slot << 22) | ep->pull_gen[slot];
 	pl->total = X;
+	pl->R = R;
 	pl->nframes = (X + R - 1) / R;
 	pl->nblocks = (pl->nframes + B - 1) / B;
 	pl->last_activity_ns = omx_now_ns();
@@ -370,11 +373,12 @@ static struct omx_pull *pull_reply_check(struct omx_endpoint *ep, const struct o
 					 uint64_t *bit)
 {
 	const struct omx_pkt_pull_reply *q = &pkt->u.pull_reply;
-	uint32_t R = ep->wp.pull_reply_max, B = ep->wp.pull_block_replies;
+	uint32_t B = ep->wp.pull_block_replies;
 	struct omx_pull *pl = pull_lookup(ep, q->dst_magic, q->dst_pull_handle, OMX_C_DROP_PULL_REPLY_BAD_MAGIC_ENDPOINT,
 					  OMX_C_DROP_PULL_REPLY_BAD_WIRE_HANDLE);
 	if (!pl)
 		return NULL;
+	uint32_t R = pl->R;
 	uint32_t f = q->msg_offset / R;
 	if (q->msg_offset % R || (uint8_t)f != q->frame_seqnum) {
 		omx__count(ep->board, OMX_C_DROP_PULL_REPLY_BAD_SEQNUM_WRAP);

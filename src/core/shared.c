@@ -112,15 +112,18 @@ static void coop_mark(struct omx_endpoint *ep, int region, int on)
 		ep->coop_exports--;
 }
 
+#define PULL_REPLY_PAYS 8192u
+
 int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
 	if (!omx__partner_shared(r->s.partner))
 		return 0;
-	/* Pulls through the rings use the interface's pull replies: cheaper than the single copy
-	 * below the measured minimum only with replies of at least 8 KiB (MTU 1500 pulls took 12.8
-	 * against 8.9 us at 64 KiB on the AMD VM). */
-	int pull_pays = r->s.total_len < omx__cfg.shared_single_copy_min && ep->wp.pull_reply_max >= OMX_WIRE_LOCAL_FRAG;
+	/* Pulls through the rings are cheaper than the single copy below the measured minimum only
+	 * with replies of at least 8 KiB (MTU 1500 pulls took 12.8 against 8.9 us at 64 KiB on the
+	 * AMD VM when same-host replies had the interface's size; since stop 28 they carry 32 KiB
+	 * in the extended mode whatever the MTU, wire.c). */
+	int pull_pays = r->s.total_len < omx__cfg.shared_single_copy_min && ep->wp_local.pull_reply_max >= PULL_REPLY_PAYS;
 	if (!omx__cfg.shared_single_copy || pull_pays) {
 		/* Single copy off, or dearer than pulling here: say so, the receiver pulls without
 		 * trying. */

@@ -74,6 +74,8 @@ void omx_wire_params_local(const struct omx_wire_params *wp, struct omx_wire_par
 	local->medium_max = OMX_WIRE_LOCAL_FRAG * local->medium_frags_max;
 	if (local->mtu < OMX_WIRE_LOCAL_FRAG + MEDIUM_OVERHEAD)
 		local->mtu = OMX_WIRE_LOCAL_FRAG + MEDIUM_OVERHEAD;
+	if (local->pull_reply_max < OMX_WIRE_LOCAL_FRAG)
+		local->pull_reply_max = OMX_WIRE_LOCAL_FRAG;
 }
 
 size_t omx_wire_header_len(const struct omx_wire_params *wp, uint8_t ptype)

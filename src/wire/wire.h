@@ -120,7 +120,7 @@ int omx_wire_params_init(struct omx_wire_params *p, enum omx_wire_mode mode, uin
  * whatever the interface MTU; everything else, and the compatible mode, as in wp. Their decoding
  * insists on fragments of exactly F bytes (but the last), so that the smaller fragments of an
  * older build on the same host are refused rather than placed at the wrong offsets. */
-#define OMX_WIRE_LOCAL_FRAG 8192u
+#define OMX_WIRE_LOCAL_FRAG 32768u
 void omx_wire_params_local(const struct omx_wire_params *wp, struct omx_wire_params *local);
 
 /* Decoded packet bodies (host order). Fields named as in wire.md section 5. */

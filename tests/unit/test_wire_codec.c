@@ -516,53 +516,67 @@ static void test_params(void)
 	CHECK(1);
 }
 
-/* Same-host parameters: 8 KiB medium fragments under MTU 9000 in the extended mode, the rest
- * untouched; a full local fragment encodes and decodes with them and not with the interface's. */
+/* Same-host parameters: OMX_WIRE_LOCAL_FRAG (32 KiB) medium fragments and pull replies wherever
+ * the interface's are smaller in the extended mode, the rest untouched; a full local fragment encodes and decodes
+ * with them and not with the interface's; fragments of older builds (1452 bytes at MTU 1500 until
+ * stop 20, 8 KiB until stop 28) are refused, never placed at the wrong offsets. */
+enum { LF = OMX_WIRE_LOCAL_FRAG };
 static void test_params_local(void)
 {
-	struct omx_wire_params l;
-	omx_wire_params_local(&P_EXT1500, &l);
-	CHECK_EQ(l.medium_frag_max, 8192);
-	CHECK_EQ(l.medium_max, 8192 * 32);
-	CHECK_EQ(l.mtu, 8192 + 48);
-	CHECK_EQ(l.pull_reply_max, P_EXT1500.pull_reply_max);
-	CHECK_EQ(l.pull_block_replies, P_EXT1500.pull_block_replies);
-	omx_wire_params_local(&P_EXT, &l);
-	CHECK(!memcmp(&l, &P_EXT, sizeof(l)));
+	CHECK_EQ(LF, 32768);
+	struct omx_wire_params l, p65535;
+	CHECK_EQ(omx_wire_params_init(&p65535, OMX_WIRE_EXTENDED, 65535), 0);
+	const struct omx_wire_params *under[] = { &P_EXT1500, &P_EXT };
+	for (int i = 0; i < 2; i++) {
+		omx_wire_params_local(under[i], &l);
+		CHECK_EQ(l.medium_frag_max, LF);
+		CHECK_EQ(l.medium_max, LF * 32);
+		CHECK_EQ(l.mtu, LF + 48);
+		CHECK_EQ(l.pull_reply_max, LF); /* pull replies as large as the fragments */
+		CHECK_EQ(l.pull_block_replies, under[i]->pull_block_replies);
+	}
+	omx_wire_params_local(&p65535, &l); /* fragments of LF already */
+	CHECK(!memcmp(&l, &p65535, sizeof(l)));
 	omx_wire_params_local(&P_COMPAT, &l);
 	CHECK(!memcmp(&l, &P_COMPAT, sizeof(l)));
 
-	static uint8_t payload[8192], buf[8192 + 64];
+	static uint8_t payload[LF], buf[LF + 64];
 	struct omx_pkt p, d;
 	memset(&p, 0, sizeof(p));
 	memcpy(p.dst_mac, MAC_A, 6);
 	memcpy(p.src_mac, MAC_B, 6);
 	p.ptype = OMX_PT_MEDIUM;
-	p.u.msg.length = 3 * 8192;
+	p.u.msg.length = 3 * LF;
 	p.u.msg.frag_seqnum = 2;
-	p.u.msg.frag_length = 8192;
+	p.u.msg.frag_length = LF;
 	p.payload = payload;
-	p.payload_len = 8192;
+	p.payload_len = LF;
 	omx_wire_params_local(&P_EXT1500, &l);
 	size_t n = omx_wire_encode(&l, &p, buf, sizeof(buf));
-	CHECK_EQ(n, 48 + 8192);
+	CHECK_EQ(n, 48 + LF);
 	CHECK_EQ(omx_wire_decode(&l, buf, n, &d), OMX_WIRE_OK);
-	CHECK(d.u.msg.frag_seqnum == 2 && d.u.msg.frag_length == 8192 && d.payload_len == 8192);
+	CHECK(d.u.msg.frag_seqnum == 2 && d.u.msg.frag_length == LF && d.payload_len == LF);
 	CHECK_EQ(omx_wire_encode(&P_EXT1500, &p, buf, sizeof(buf)), 0);
 	CHECK(omx_wire_decode(&P_EXT1500, buf, n, &d) != OMX_WIRE_OK);
-	/* an older build's 1452-byte fragments (valid with the interface's parameters) are refused
-	 * with the local ones, not placed at 8 KiB offsets: fragment 1 of a 20000-byte message */
-	p.u.msg.length = 20000;
-	p.u.msg.frag_seqnum = 1;
-	p.u.msg.frag_length = 1452;
-	p.payload_len = 1452;
-	n = omx_wire_encode(&P_EXT1500, &p, buf, sizeof(buf));
-	CHECK_EQ(n, 48 + 1452);
-	CHECK_EQ(omx_wire_decode(&P_EXT1500, buf, n, &d), OMX_WIRE_OK);
-	CHECK_EQ(omx_wire_decode(&l, buf, n, &d), OMX_WIRE_ERR_BAD_FRAG);
+	/* older builds' fragments, valid with their parameters, are refused with the local ones:
+	 * fragment 1 of a 40000-byte message in 1452-byte and in 8 KiB fragments */
+	uint16_t old_frags[] = { 1452, 8192 };
+	for (int i = 0; i < 2; i++) {
+		struct omx_wire_params old;
+		CHECK_EQ(omx_wire_params_init(&old, OMX_WIRE_EXTENDED, old_frags[i] + 48u), 0);
+		CHECK_EQ(old.medium_frag_max, old_frags[i]);
+		p.u.msg.length = 40000;
+		p.u.msg.frag_seqnum = 1;
+		p.u.msg.frag_length = old_frags[i];
+		p.payload_len = old_frags[i];
+		n = omx_wire_encode(&old, &p, buf, sizeof(buf));
+		CHECK_EQ(n, 48u + old_frags[i]);
+		CHECK_EQ(omx_wire_decode(&old, buf, n, &d), OMX_WIRE_OK);
+		CHECK_EQ(omx_wire_decode(&l, buf, n, &d), OMX_WIRE_ERR_BAD_FRAG);
+	}
 	/* with the local parameters the last fragment must carry the rest exactly */
-	p.u.msg.frag_seqnum = 2;
-	p.u.msg.frag_length = 20000 - 2 * 8192;
+	p.u.msg.frag_seqnum = 1;
+	p.u.msg.frag_length = 40000 - LF;
 	p.payload_len = p.u.msg.frag_length;
 	n = omx_wire_encode(&l, &p, buf, sizeof(buf));
 	CHECK(n > 0 && omx_wire_decode(&l, buf, n, &d) == OMX_WIRE_OK);

@@ -29,6 +29,7 @@
 #define OMX_RX_RING_AUTO_MAX (16ull << 20)   /* ... and its size limit */
 #define OMX_SHARED_RING_AUTO_SLOTS 128u      /* shared-memory ring slots without OMX_SHARED_RING_KB */
 #define OMX_SHARED_RING_AUTO_MAX (8ull << 20) /* ... and its size limit (64 slots at least) */
+#define OMX_BOUNCE_CACHE_MAX 4u               /* medium payload copies kept per endpoint */
 #define OMX_PULL_GEN_START 0x23u
 #define OMX_REGION_SEQNUM_START 23
 
@@ -260,6 +261,7 @@ union omx_request {
 		union {
 			struct {
 				uint8_t *data; /* copy of the payload (eager); NULL if len == 0 */
+				uint32_t data_cap; /* a medium's: bytes allocated (omx__bounce_get) */
 				/* medium: the caller's buffer until data holds its copy (made right
 				 * after the first transmission) */
 				const uint8_t *src;
@@ -392,6 +394,12 @@ struct omx_endpoint {
 	struct omx_list self_deferred; /* self sends posted while the unexpected handler ran (send.c) */
 	union omx_request *req_cache; /* freed requests kept for reuse (request.c) */
 	unsigned req_cache_count;
+	/* medium sends' payload copies kept for reuse (omx__bounce_get, request.c) */
+	struct omx_bounce {
+		uint8_t *buf;
+		uint32_t cap;
+	} bounce[OMX_BOUNCE_CACHE_MAX];
+	unsigned bounce_count;
 	uint64_t next_host_query_check;
 	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
 	uint64_t next_responder_ns; /* the board's NACK responder is polled at most this often */
@@ -581,7 +589,8 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 void omx__req_complete(union omx_request *r, omx_return_t code);
 void omx__req_maybe_free(union omx_request *r);
 void omx__req_free(union omx_request *r); /* unconditional (endpoint close) */
-void omx__req_cache_drain(struct omx_endpoint *ep); /* free the kept requests (endpoint close) */
+void omx__req_cache_drain(struct omx_endpoint *ep); /* free the kept requests and buffers (endpoint close) */
+uint8_t *omx__bounce_get(struct omx_endpoint *ep, uint32_t len, uint32_t *cap);
 void omx__req_clear(union omx_request *r, uint32_t bits); /* clear BUSY bits, free if possible */
 omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint32_t nseg);
 void omx__copy_to_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, const void *src, uint32_t len);

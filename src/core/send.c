@@ -491,7 +491,7 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 	if (len <= OMX_SMALL_MAX) {
 		r->s.u.send.data = r->s.inline_data;
 	} else {
-		r->s.u.send.data = malloc(len);
+		r->s.u.send.data = omx__bounce_get(ep, len, &r->s.u.send.data_cap);
 		if (!r->s.u.send.data)
 			return OMX_NO_RESOURCES;
 		if (r->s.nseg == 1) { /* copied after its first transmission (omx__send_sequenced) */

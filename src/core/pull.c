@@ -49,7 +49,8 @@ static void send_nack_mcp(struct omx_endpoint *ep, const struct omx_pkt *pkt, ui
 void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 {
 	const struct omx_pkt_pull *q = &pkt->u.pull;
-	const struct omx_wire_params *wp = omx__wp_for(ep, pkt->src_mac); /* same host: larger replies */
+	int local = omx__via_local(ep, pkt->src_mac);
+	const struct omx_wire_params *wp = local ? &ep->wp_local : &ep->wp; /* same host: larger replies */
 	uint32_t R = wp->pull_reply_max;
 	omx__count(ep->board, OMX_C_RECV_PULL_REQ);
 	omx__xfer_touch(ep);
@@ -121,7 +122,7 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	}
 	if (nrep)
 		omx__send_frames(ep, reps, nrep, OMX_C_SEND_PULL_REPLY);
-	if (!omx__via_local(ep, pkt->src_mac))
+	if (!local)
 		ep->bulk_sent_ns = ep->now_ns ? ep->now_ns : 1; /* choose_lane */
 }
 

@@ -77,10 +77,6 @@ uint8_t *omx__bounce_get(struct omx_endpoint *ep, uint32_t len, uint32_t *cap)
 
 static void bounce_put(struct omx_endpoint *ep, uint8_t *buf, uint32_t cap)
 {
-	if (!ep || !cap) {
-		free(buf);
-		return;
-	}
 	unsigned smallest = 0;
 	if (ep->bounce_count < OMX_BOUNCE_CACHE_MAX) {
 		ep->bounce[ep->bounce_count++] = (struct omx_bounce){ buf, cap };

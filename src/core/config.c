@@ -25,7 +25,7 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_DISCOVERY", "auto" }, { "OMX_DISCOVERY_WAIT_MS", "3000" },
 	{ "OMX_WIRE_MODE", "extended" }, { "OMX_MTU", "0" }, { "OMX_RNDV_THRESHOLD", "auto" },
 	{ "OMX_SHARED_RNDV_THRESHOLD", "auto" }, { "OMX_DISABLE_SHARED", "0" }, { "OMX_SHARED_SINGLE_COPY", "1" },
-	{ "OMX_SHARED_SINGLE_COPY_MIN", "auto" }, { "OMX_SHARED_COOP_CHUNK", "262144" }, { "OMX_SHARED_NT_THRESHOLD", "2097152" }, { "OMX_SHARED_RING_KB", "auto" }, { "OMX_SHM_DIR", "/dev/shm" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
+	{ "OMX_SHARED_SINGLE_COPY_MIN", "auto" }, { "OMX_SHARED_COOP_CHUNK", "262144" }, { "OMX_SHARED_NT_THRESHOLD", "2097152" }, { "OMX_SHARED_RING_KB", "auto" }, { "OMX_SHARED_RING_LOCK", "1" }, { "OMX_SHM_DIR", "/dev/shm" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
 	{ "OMX_ACK_DELAY_MS", "16" }, { "OMX_NOTACKED_MAX", "4" }, { "OMX_PULL_RESEND_MS", "1000" },
 	{ "OMX_ZOMBIE_SEND", "512" }, { "OMX_SPIN_US", "100" }, { "OMX_WAITSPIN", "0" }, { "OMX_WAITINTR", "0" },
 	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
@@ -296,6 +296,7 @@ void omx__config_load_open(void)
 		c->shared_ring_kb = 64;
 	if (c->shared_ring_kb > 262144)
 		c->shared_ring_kb = 262144;
+	c->shared_ring_lock = (int)env_u32("OMX_SHARED_RING_LOCK", NULL, 1);
 	v = getenv("OMX_FAULT");
 	c->fault_enabled = 0;
 	if (v && *v) {

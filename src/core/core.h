@@ -13,6 +13,7 @@
 #include "core/list.h"
 #include "core/seqnum.h"
 #include "net/net.h"
+#include "shm/shm.h"
 #include "wire/wire.h"
 
 #define OMX_BOARD_MAX 32
@@ -90,6 +91,7 @@ struct omx_config {
 	uint32_t shared_coop_chunk;   /* OMX_SHARED_COOP_CHUNK: senders help single copies; 0 = never */
 	uint64_t shared_nt_threshold; /* OMX_SHARED_NT_THRESHOLD: non-temporal copies from this size */
 	uint32_t shared_ring_kb;      /* OMX_SHARED_RING_KB: receive ring per endpoint; 0 = auto */
+	int shared_ring_lock;         /* OMX_SHARED_RING_LOCK: mlock it (best effort) */
 };
 extern struct omx_config omx__cfg;
 
@@ -340,6 +342,7 @@ struct omx_partner {
 	uint32_t wire_mtu; /* peer's frame MTU from the handshake (0 unknown) */
 	uint8_t same_host; /* send.c's same_host(): 0 not looked yet, 1 an endpoint of this host with
 			     a shared-memory ring on our side, 2 not (fixed for the partner's life) */
+	struct omx_copy_choice copy_choice; /* same host: its rendezvous, single copy or pulled (shared.c) */
 };
 
 /* ---- endpoints ---- */
@@ -658,6 +661,9 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds);
 
 /* shared.c: same-host partners (single copy, exports, mode line for omx_info) */
 int omx__partner_shared(const struct omx_partner *p);
+/* A rendezvous of len bytes from p, pulled from start_ns until now: timed for the choice
+ * between the single copy and pulls. */
+void omx__shared_pulled(struct omx_partner *p, uint32_t len, uint64_t start_ns);
 /* Unacked messages allowed to a same-host partner (send.c send_window); 0 without a ring. */
 uint16_t omx__shared_send_window(struct omx_endpoint *ep);
 void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */
@@ -670,7 +676,7 @@ int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/com
  * process_vm_readv between processes). */
 int omx__shared_mode_string(char *buf, size_t len);
 void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled,
-			uint64_t *coop_written);
+			uint64_t *coop_written, uint64_t *chosen_pulls);
 void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now);
 
 /* board.c: host query/reply and periodic queries */

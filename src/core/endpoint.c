@@ -471,7 +471,7 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		uint32_t lmtu = ep->board->iface.mtu > ep->wp_local.mtu ? ep->board->iface.mtu : ep->wp_local.mtu;
 		struct omx_net_local_opts lo = { !omx__cfg.shared_disabled,
 						  (uint32_t)omx__shared_ring_bytes(omx__cfg.shared_ring_kb, lmtu),
-						  ep->session };
+						  ep->session, omx__cfg.shared_ring_lock };
 		ep->local = omx_net_local_open(ep->board->iface.mac, lmtu, (uint8_t)ep->endpoint_index, &lo, &lerr);
 		if (ep->local && omx_net_local_own_ring(ep->local))
 			omx__shared_policy_resolve(); /* before the first same-host send */
@@ -482,6 +482,13 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 			omx_net_local_stats(ep->local, &ls);
 			omx__warn("no shared-memory ring for endpoint %u (%s): same-host frames over a Unix socket\n",
 				  ep->endpoint_index, strerror(-ls.ring_error));
+		} else if (lo.lock) {
+			struct omx_net_local_stats ls;
+			omx_net_local_stats(ep->local, &ls);
+			if (ls.ring_lock_error)
+				omx__verbose("endpoint %u: shared-memory ring not locked in memory (%s; RLIMIT_MEMLOCK?): "
+					     "its pages may be reclaimed and fault back in\n",
+					     ep->endpoint_index, strerror(-ls.ring_lock_error));
 		}
 	}
 	ep->local_window = omx__shared_send_window(ep);
@@ -765,15 +772,16 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	pthread_mutex_unlock(&omx__g.lock);
 	if (ep->local && omx__cfg.verbose) {
 		struct omx_net_local_stats ls;
-		uint64_t sc, sb, fb, pl, cw;
+		uint64_t sc, sb, fb, pl, cw, cp;
 		omx_net_local_stats(ep->local, &ls);
-		omx__shared_stats(&sc, &sb, &fb, &pl, &cw);
+		omx__shared_stats(&sc, &sb, &fb, &pl, &cw, &cp);
 		omx__verbose("endpoint %u same-host summary: %llu frames through shared memory, %llu over the socket, "
 			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull, "
-			     "%llu pulled as the sender chose, %llu bytes written for receivers' single copies\n",
+			     "%llu pulled as the sender chose, %llu bytes written for receivers' single copies, "
+			     "%llu pulled as we chose (faster here)\n",
 			     ep->endpoint_index, (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
 			     (unsigned long long)ls.ring_skipped, (unsigned long long)sc, (unsigned long long)sb,
-			     (unsigned long long)fb, (unsigned long long)pl, (unsigned long long)cw);
+			     (unsigned long long)fb, (unsigned long long)pl, (unsigned long long)cw, (unsigned long long)cp);
 	}
 	endpoint_free(ep);
 	return OMX_SUCCESS;

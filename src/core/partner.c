@@ -24,6 +24,7 @@ static void partner_init_state(struct omx_partner *p)
 	p->last_acked_recv_seq = p->next_match_seq;
 	p->last_send_acknum = 0;
 	p->last_recv_acknum = 0;
+	memset(&p->copy_choice, 0, sizeof(p->copy_choice)); /* timed against the process now gone */
 }
 
 struct omx_partner *omx__partner_get(struct omx_endpoint *ep, uint32_t peer_index, uint8_t endpoint_index)

@@ -27,6 +27,8 @@ struct omx_pull {
 	uint8_t rerequested[PULL_WINDOW];
 	uint32_t received;
 	uint64_t last_activity_ns, deadline_ns;
+	uint64_t start_ns;
+	int overlapped; /* another pull ran meanwhile: its time says little about its own speed */
 };
 
 /* ---- sender side: serving PULL requests ---- */
@@ -239,6 +241,8 @@ static void pull_free(struct omx_endpoint *ep, struct omx_pull *pl)
 static void pull_finish(struct omx_endpoint *ep, struct omx_pull *pl, omx_return_t status)
 {
 	union omx_request *r = pl->req;
+	if (status == OMX_SUCCESS && !pl->overlapped)
+		omx__shared_pulled(pl->partner, pl->total, pl->start_ns);
 	pull_free(ep, pl);
 	r->s.state &= ~OMX_RS_PULLING;
 	if (status != OMX_SUCCESS)
@@ -307,11 +311,17 @@ void omx__large_recv_start(union omx_request *r)
 	pl->R = R;
 	pl->nframes = (X + R - 1) / R;
 	pl->nblocks = (pl->nframes + B - 1) / B;
-	pl->last_activity_ns = omx_now_ns();
+	pl->last_activity_ns = pl->start_ns = omx_now_ns();
 	pl->deadline_ns = ep->pull_timeout_ns == UINT64_MAX ? UINT64_MAX : pl->last_activity_ns + ep->pull_timeout_ns;
 	ep->pulls[slot] = pl;
 	r->s.u.recv.pull = pl;
 	r->s.state |= OMX_RS_PULLING;
+	if (!omx_list_empty(&ep->pull_list)) {
+		struct omx_list *pos, *tmp;
+		omx_list_for_each_safe(pos, tmp, &ep->pull_list)
+			((struct omx_pull *)omx_container_of(pos, struct omx_pull, elt))->overlapped = 1;
+		pl->overlapped = 1;
+	}
 	omx_list_add_tail(&ep->pull_list, &pl->elt);
 	choose_lane(ep, r->s.partner);
 	fill_window(ep, pl);

@@ -30,6 +30,7 @@ static struct {
 	uint64_t single_copies, single_copy_bytes, fallbacks;
 	uint64_t coop_written_bytes; /* by us, into our receivers' buffers */
 	uint64_t pulled; /* rendezvous the sender offered for pulling only (its policy) */
+	uint64_t chosen_pulls; /* rendezvous offered for the single copy that we pulled (adaptive) */
 	int denied; /* errno of the first EPERM-like failure: single copy abandoned */
 } stats;
 
@@ -38,6 +39,18 @@ static struct omx_copy_calib calib;
 static int calib_err = -EAGAIN; /* not measured yet */
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 
+/* "single copy from N B", or the adaptive choice's first guess. */
+static void single_copy_text(char *buf, size_t len)
+{
+	uint32_t min = omx__cfg.shared_single_copy_min;
+	if (!omx__cfg.shared_single_copy_min_auto)
+		snprintf(buf, len, "single copy from %u B", min);
+	else if (min == OMX_SINGLE_COPY_NEVER)
+		snprintf(buf, len, "single copy or pulls as timed (first guess: pulls)");
+	else
+		snprintf(buf, len, "single copy or pulls as timed (first guess: single copy from %u B)", min);
+}
+
 static void policy_resolve_once(void)
 {
 	struct omx_config *c = &omx__cfg;
@@ -45,7 +58,7 @@ static void policy_resolve_once(void)
 		return;
 	calib_err = omx_copy_calibrate(&calib);
 	uint32_t rndv, min;
-	omx_copy_policy(&calib, c->shared_coop_chunk != 0, &rndv, &min);
+	omx_copy_policy(&calib, &rndv, &min);
 	if (c->shared_rndv_auto) {
 		if (rndv < OMX_SMALL_MAX)
 			rndv = OMX_SMALL_MAX;
@@ -53,10 +66,12 @@ static void policy_resolve_once(void)
 	}
 	if (c->shared_single_copy_min_auto)
 		c->shared_single_copy_min = min;
+	char from[48];
+	single_copy_text(from, sizeof(from));
 	omx__verbose("same-host policy: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB%s: rendezvous "
-		     "above %u B, single copy from %u B\n",
+		     "above %u B, %s\n",
 		     calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib,
-		     calib_err ? " (not measured)" : "", c->shared_rndv_threshold, c->shared_single_copy_min);
+		     calib_err ? " (not measured)" : "", c->shared_rndv_threshold, from);
 }
 
 void omx__shared_policy_resolve(void)
@@ -114,6 +129,22 @@ static void coop_mark(struct omx_endpoint *ep, int region, int on)
 
 #define PULL_REPLY_PAYS 8192u
 
+/*
+ * Does the receiver choose this rendezvous' way from what each took (OMX_SHARED_SINGLE_COPY_MIN
+ * auto)? From 1 MiB only. Its clock sees the transfer, not what each way leaves behind: after a
+ * single copy the sender's next writes to its buffer must take back the lines the receiver read
+ * (pulls read them on the sender's own core), and a pull tried among single copies finds the ring
+ * out of the caches. Measured over huge pages (AMD VM, stop 29): at 256 KiB the receiver timed
+ * single copies at 6.5 us and pulls at 13, yet the ping-pong took 12.2 us copying once and 9.2
+ * pulling (far apart 30.6 against 15.6); from 1 MiB the copy itself dominates and the timed
+ * choice matched the ping-pongs (1 MiB near: pulls 34 us against 50 copied once over small pages,
+ * single copies 27 against 36 pulled over huge pages).
+ */
+static int adapted(uint32_t len)
+{
+	return omx__cfg.shared_single_copy_min_auto && len >= OMX_COPY_ADAPT_MIN;
+}
+
 int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
@@ -122,8 +153,10 @@ int omx__shared_export(union omx_request *r)
 	/* Pulls through the rings are cheaper than the single copy below the measured minimum only
 	 * with replies of at least 8 KiB (MTU 1500 pulls took 12.8 against 8.9 us at 64 KiB on the
 	 * AMD VM when same-host replies had the interface's size; since stop 28 they carry 32 KiB
-	 * in the extended mode whatever the MTU, wire.c). */
-	int pull_pays = r->s.total_len < omx__cfg.shared_single_copy_min && ep->wp_local.pull_reply_max >= PULL_REPLY_PAYS;
+	 * in the extended mode whatever the MTU, wire.c). Where the receiver chooses from what each
+	 * way took (adapted()), offer both. */
+	int pull_pays = !adapted(r->s.total_len) && r->s.total_len < omx__cfg.shared_single_copy_min &&
+			ep->wp_local.pull_reply_max >= PULL_REPLY_PAYS;
 	if (!omx__cfg.shared_single_copy || pull_pays) {
 		/* Single copy off, or dearer than pulling here: say so, the receiver pulls without
 		 * trying. */
@@ -189,6 +222,12 @@ int omx__shared_single_copy(union omx_request *r)
 	if (!peer)
 		return 0;
 	uint32_t X = r->s.status.xfer_length;
+	int adaptive = adapted(X);
+	if (adaptive && !omx_copy_choice_single(&p->copy_choice, X, X >= omx__cfg.shared_single_copy_min)) {
+		__atomic_fetch_add(&stats.chosen_pulls, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	uint64_t start = adaptive ? omx_now_ns() : 0;
 	struct iovec stack[8], *iov = r->s.nseg <= 8 ? stack : malloc(r->s.nseg * sizeof(*iov));
 	if (!iov)
 		return 0;
@@ -201,6 +240,8 @@ int omx__shared_single_copy(union omx_request *r)
 	if (iov != stack)
 		free(iov);
 	if (e == 0) {
+		if (adaptive)
+			omx_copy_choice_record(&p->copy_choice, X, 1, omx_now_ns() - start);
 		__atomic_fetch_add(&stats.single_copies, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&stats.single_copy_bytes, X, __ATOMIC_RELAXED);
 		omx__count_add(ep->board, OMX_C_X_SINGLE_COPY_BYTES, X);
@@ -220,6 +261,12 @@ int omx__shared_single_copy(union omx_request *r)
 		omx__verbose("single copy failed (%s): pulling instead\n", strerror(-e));
 	}
 	return 0;
+}
+
+void omx__shared_pulled(struct omx_partner *p, uint32_t len, uint64_t start_ns)
+{
+	if (adapted(len) && omx__partner_shared(p))
+		omx_copy_choice_record(&p->copy_choice, len, 0, omx_now_ns() - start_ns);
 }
 
 /* Can another process read us with process_vm_readv? A child (not our descendant, the case of
@@ -268,9 +315,10 @@ int omx__shared_mode_string(char *buf, size_t len)
 	char coop[64] = ", senders do not help (OMX_SHARED_COOP_CHUNK=0)";
 	if (omx__cfg.shared_coop_chunk)
 		snprintf(coop, sizeof(coop), ", senders help in chunks of up to %u KiB", omx__cfg.shared_coop_chunk >> 10);
-	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, single copy from %u B%s%s%s, non-temporal copies from %llu B%s%s%s",
-		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", omx__cfg.shared_single_copy_min,
-		 omx__cfg.shared_single_copy_min_auto ? " (auto)" : "", measured, coop,
+	char from[80];
+	single_copy_text(from, sizeof(from));
+	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, %s%s%s, non-temporal copies from %llu B%s%s%s",
+		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop,
 		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",
 		 *hw ? ", " : "", hw);
 	if (!omx__cfg.shared_single_copy)
@@ -289,8 +337,9 @@ int omx__shared_mode_string(char *buf, size_t len)
 }
 
 void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled,
-			uint64_t *coop_written)
+			uint64_t *coop_written, uint64_t *chosen_pulls)
 {
+	*chosen_pulls = __atomic_load_n(&stats.chosen_pulls, __ATOMIC_RELAXED);
 	*coop_written = __atomic_load_n(&stats.coop_written_bytes, __ATOMIC_RELAXED);
 	*pulled = __atomic_load_n(&stats.pulled, __ATOMIC_RELAXED);
 	*single_copies = __atomic_load_n(&stats.single_copies, __ATOMIC_RELAXED);

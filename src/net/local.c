@@ -314,6 +314,8 @@ struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t e
 		l->own = omx_shm_ring_create(mac, endpoint, mtu + 64, opts->ring_bytes, opts->session, &rerr);
 		if (!l->own)
 			l->stats.ring_error = rerr;
+		else if (opts->lock)
+			l->stats.ring_lock_error = omx_shm_ring_lock(l->own);
 	}
 	l->base.ops = &local_ops;
 	l->base.fd = fd;

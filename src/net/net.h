@@ -149,6 +149,7 @@ struct omx_net_local_opts {
 	int shared;          /* create a shared-memory ring and use peers' rings */
 	uint32_t ring_bytes; /* ring size */
 	uint32_t session;
+	int lock;            /* lock our ring in memory (omx_shm_ring_lock) */
 };
 struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t endpoint,
 				   const struct omx_net_local_opts *opts, int *err);
@@ -164,6 +165,7 @@ struct omx_net_local_stats {
 	uint64_t ring_frames, socket_frames; /* frames sent each way */
 	uint64_t ring_skipped;               /* slots of dead producers skipped in our ring */
 	int ring_error;                      /* -errno if our ring could not be created */
+	int ring_lock_error;                 /* -errno if it could not be locked in memory */
 };
 void omx_net_local_stats(struct omx_net *n, struct omx_net_local_stats *out);
 

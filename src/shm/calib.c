@@ -94,18 +94,18 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
  * ~3.7 on the Intel one (256 KiB in 19 us), whose single copy took at most ~38 ns/KiB (the AMD
  * one 73-105).
  * 2.5 keeps both machines ~30% away from the boundary. The single copy wins at L bytes when
- * cma_fixed + L * cma_per_byte <= PULL_EXTRA + 2.5 * L * memcpy_per_byte. The memcpy figure is
- * in-cache: past a few MiB it no longer predicts a pull, and there the single copy (one pass over
- * the data, fewer lines evicted) was at least even on both VMs, so the answer never exceeds
- * SINGLE_COPY_CAP, or COOP_SINGLE_COPY_CAP when senders help (export.c): the cooperative copy
- * beat pulls from 1 MiB on the AMD VM with the vCPUs near each other (66 against 73 us, 2 MiB
- * 143 against 216, 8 runs each, buffers written before each send), and from 256 KiB or less
- * far apart (1 MiB 228 against 563); pulls kept 256-512 KiB near (18.6 against 29.2 us).
+ * cma_fixed + L * cma_per_byte <= PULL_EXTRA + 2.5 * L * memcpy_per_byte. Until stop 29 the
+ * single copy was imposed from 1 MiB (4 without senders' help) whatever the model said: past a
+ * few MiB the in-cache memcpy figure no longer predicts a pull, and the single copy then won on
+ * the AMD VM. Since same-host pulls carry 32 KiB replies (stop 28) they win there at every size
+ * to 64 MiB, near and far apart (1 MiB 36 against 51 us near, 60 against 145 far; 64 MiB 6.3
+ * against 7.1 ms near), unless the sender's buffer sits on huge pages (4 MiB: 102 us single
+ * against 214 pulled). So the model's answer is only a first guess now: which of the two a
+ * rendezvous takes is chosen per partner from the times both took (omx_copy_choice_single).
  */
 #define PULL_EXTRA_NS 1000.0
 #define TWO_COPY_FACTOR 2.5
-#define SINGLE_COPY_CAP (4u << 20)
-#define COOP_SINGLE_COPY_CAP (1u << 20)
+#define MODEL_MAX (64u << 20) /* the largest size the model is asked about */
 #define RNDV_FLOOR 4096u
 /* Eager mediums through the ring against pulls, AMD VM: 8 KiB 1.27 against 2.25 us, 16 KiB 2.0
  * against 3.0 (stop 19). Since mediums leave from the caller's buffer (their copy for
@@ -134,19 +134,62 @@ static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
  */
 #define CMA_DEAR_16K_NS 1300.0
 
-void omx_copy_policy(const struct omx_copy_calib *c, int coop, uint32_t *rndv_threshold, uint32_t *single_copy_min)
+void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, uint32_t *single_copy_min)
 {
 	if (!c->ok || c->cma_fixed_ns + 16.0 * c->cma_ns_per_kib < CMA_DEAR_16K_NS) { /* the historical defaults */
 		*rndv_threshold = RNDV_FLOOR;
 		*single_copy_min = 0;
 		return;
 	}
-	/* The smallest power of two from which the single copy wins at every size up to the cap. */
-	uint32_t cap = coop ? COOP_SINGLE_COPY_CAP : SINGLE_COPY_CAP, from = cap;
-	for (uint32_t len = cap; len >= RNDV_FLOOR && single_copy_wins(c, len); len /= 2)
+	/* The smallest power of two from which the single copy wins at every size up to MODEL_MAX;
+	 * OMX_SINGLE_COPY_NEVER if it does not win there. */
+	uint32_t from = OMX_SINGLE_COPY_NEVER;
+	for (uint32_t len = MODEL_MAX; len >= RNDV_FLOOR && single_copy_wins(c, len); len /= 2)
 		from = len;
 	*single_copy_min = from <= RNDV_FLOOR ? 0 : from;
 	/* Below the single copy's range eager messages beat pulls (one exchange, the same two
 	 * copies), up to the size where a pull's larger frames and pipelining take over. */
 	*rndv_threshold = from <= RNDV_FLOOR ? RNDV_FLOOR : from < EAGER_CAP ? from : EAGER_CAP;
+}
+
+/*
+ * Single copy or pulls, from what each took. Per size class (a power of two, from 4 KiB), the
+ * receive side's time per KiB of each, smoothed over the last few; the faster one is taken (the
+ * first guess until both are known), the other on the second and fourth messages of a class (so
+ * that each way's first, cold, time is soon replaced) and every OMX_COPY_EXPLORE-th after (4 times less often if it took more than twice as long), so that a
+ * change (the vCPUs moved apart, buffers on huge pages) is seen. A faster sample is taken as it is (the first of a class often pays for page faults and
+ * cold caches); a slower one moves the figure a quarter of the way, counted for at most twice it:
+ * one preempted copy does not send a class to the slower way for long. Pulls are timed only when no other pull ran alongside (the
+ * caller's business): several at once share the two CPUs, and each would look slower than it is.
+ */
+#define CLASS_MIN_SHIFT 12
+
+static unsigned copy_class(uint32_t len)
+{
+	unsigned log2 = len ? 31u - (unsigned)__builtin_clz(len) : 0;
+	unsigned c = log2 > CLASS_MIN_SHIFT ? log2 - CLASS_MIN_SHIFT : 0;
+	return c < OMX_COPY_CLASSES ? c : OMX_COPY_CLASSES - 1;
+}
+
+int omx_copy_choice_single(struct omx_copy_choice *c, uint32_t len, int guess_single)
+{
+	unsigned k = copy_class(len);
+	uint32_t s = c->single_ns_kib[k], p = c->pull_ns_kib[k];
+	unsigned n = c->uses[k];
+	c->uses[k] = (uint8_t)(n == 255 ? 64 : n + 1); /* past the first four again, in step */
+	int best = s && p ? s <= p : guess_single;
+	/* Twice as slow or worse: looked at four times less often (its cost stays ~1-2%). */
+	unsigned every = s && p && (s > 2ull * p || p > 2ull * s) ? 4 * OMX_COPY_EXPLORE : OMX_COPY_EXPLORE;
+	return (n < 4 ? n & 1 : n % every == 1) ? !best : best;
+}
+
+void omx_copy_choice_record(struct omx_copy_choice *c, uint32_t len, int single, uint64_t ns)
+{
+	if (!len)
+		return;
+	uint32_t *v = single ? &c->single_ns_kib[copy_class(len)] : &c->pull_ns_kib[copy_class(len)];
+	uint64_t x = ns * 16u * 1024u / len + 1; /* 1/16 ns per KiB; never 0 (unknown) */
+	if (*v && x > *v)
+		x = (3ull * *v + (x < 2ull * *v ? x : 2ull * *v)) / 4;
+	*v = x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
 }

@@ -127,6 +127,21 @@ static int map_ring(struct omx_shm_ring *r, size_t size)
 	return 0;
 }
 
+/*
+ * Keep our ring's pages mapped. A ring's slots are touched in turn, and the tail of a slot (past
+ * a small frame's line) only by large frames: minutes can pass between two uses of a page. A
+ * kernel reclaiming cold file pages (DAMON's pageout scheme on the AMD VM; DAMON_RECLAIM, or
+ * plain memory pressure) unmaps such shmem pages even with no swap to write them to, and the next
+ * large frame then takes a minor fault per page: a 256 KiB pull took 100 us instead of 5 (35
+ * faults), and same-host medians at 64-128 KiB turned bimodal (docs/performance.md, stop 29).
+ * Locked by the owner, the pages stay mapped for every process that maps the ring. Costs the
+ * ring's size of RLIMIT_MEMLOCK; -errno if the limit (or anything else) refuses it.
+ */
+int omx_shm_ring_lock(struct omx_shm_ring *r)
+{
+	return mlock(r->h, r->map_len) == 0 ? 0 : -errno;
+}
+
 uint32_t omx_shm_ring_slots(const struct omx_shm_ring *r)
 {
 	return r->mask + 1;

@@ -29,7 +29,9 @@ struct omx_shm_ring; /* a mapped ring: ours (consumer) or a peer's (producer) */
  * Replaces a stale file of a dead owner. NULL with *err = -errno (-EBUSY: a live owner has it). */
 struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint, uint32_t slot_bytes,
 					 uint32_t ring_bytes, uint32_t session, int *err);
-uint32_t omx_shm_ring_slots(const struct omx_shm_ring *r); /* its slot count */
+uint32_t omx_shm_ring_slots(const struct omx_shm_ring *r);
+/* Lock our ring in memory (mlock): 0, or -errno (RLIMIT_MEMLOCK, most often). */
+int omx_shm_ring_lock(struct omx_shm_ring *r); /* its slot count */
 /* Attach to a peer's ring. NULL with *err: -ENOENT nobody, -ECONNREFUSED owner dead or closed,
  * -EPROTO not a ring of ours (bad header). */
 struct omx_shm_ring *omx_shm_ring_attach(const uint8_t mac[6], uint8_t endpoint, int *err);
@@ -107,10 +109,26 @@ struct omx_copy_calib {
 /* Measure (~0.2 ms; fastest of several samples). 0, or -errno if process_vm_readv failed. */
 int omx_copy_calibrate(struct omx_copy_calib *c);
 /* From a calibration: same-host messages above *rndv_threshold use the rendezvous, and of those,
- * messages of at least *single_copy_min bytes are read with process_vm_readv (0: all of them),
- * smaller ones pulled through the ring. coop: senders help with large single copies
- * (OMX_SHARED_COOP_CHUNK), which makes them pay from smaller sizes. */
-void omx_copy_policy(const struct omx_copy_calib *c, int coop, uint32_t *rndv_threshold, uint32_t *single_copy_min);
+ * messages of at least *single_copy_min bytes are best read with process_vm_readv by the model
+ * (0: all of them; OMX_SINGLE_COPY_NEVER: none), smaller ones pulled through the ring. In the
+ * adaptive mode this is only the first guess (omx_copy_choice_single). */
+#define OMX_SINGLE_COPY_NEVER UINT32_MAX
+void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, uint32_t *single_copy_min);
+/* The adaptive choice between the single copy and pulls, per partner (calib.c). */
+#define OMX_COPY_CLASSES 16 /* 4 KiB, 8 KiB, ... 128 MiB and more */
+/* Timed and chosen from this size on; below, the first guess stands (shared.c). */
+#define OMX_COPY_ADAPT_MIN (1u << 20)
+#define OMX_COPY_EXPLORE 16 /* the slower way is tried again every 16th message of a class (64th if 2x slower) */
+struct omx_copy_choice {
+	uint32_t single_ns_kib[OMX_COPY_CLASSES]; /* smoothed receive time, 1/16 ns per KiB; 0 unknown */
+	uint32_t pull_ns_kib[OMX_COPY_CLASSES];
+	uint8_t uses[OMX_COPY_CLASSES];
+};
+/* 1: read this len-byte message with the single copy, 0: pull it. guess_single: the answer while
+ * neither way has been timed for its class. */
+int omx_copy_choice_single(struct omx_copy_choice *c, uint32_t len, int guess_single);
+/* A len-byte message took ns to arrive by the single copy (single) or by pulls. */
+void omx_copy_choice_record(struct omx_copy_choice *c, uint32_t len, int single, uint64_t ns);
 
 /* CLOCK_MONOTONIC in nanoseconds (this layer's clock: stall deadlines, calibration). */
 uint64_t omx_shm_now_ns(void);

@@ -23,7 +23,7 @@ run1() { omx_host_exec 1 env $(omx_env 1) OMX_SHM_DIR="$TMP/shm" OMX_VERBOSE=1 "
 rings() { find "$TMP/shm" -name '*.ring' | wc -l; }
 # summary NAME FIELD: a number from the "same-host summary" line an endpoint prints at close
 summary() {
-	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks to pull, \([0-9]*\) pulled as the sender chose, \([0-9]*\) bytes written for.*/\1 \2 \3 \4 \5 \6 \7/p" \
+	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks to pull, \([0-9]*\) pulled as the sender chose, \([0-9]*\) bytes written for receivers' single copies, \([0-9]*\) pulled as we chose.*/\1 \2 \3 \4 \5 \6 \7 \8/p" \
 		"$TMP/$1.log" | tail -n 1 | cut -d' ' -f"$2"
 }
 # The single copy from the rendezvous threshold on, whatever this machine's measured policy
@@ -118,6 +118,12 @@ echo "  [auto] $pol"
 check "the measured policy is reported (OMX_VERBOSE)" test -n "$pol"
 fb=$(summary auto.a 5)
 check "measured policy: no fallback (${fb:-?})" test "${fb:-1}" = 0
+# Each receiver times both ways for every size class it sees (the second message of a class takes
+# the way the first did not) and keeps the faster: both appear whatever this machine prefers.
+sc=$(( $(summary auto.a 4) + $(summary auto.b 4) ))
+cp=$(( $(summary auto.a 8) + $(summary auto.b 8) ))
+check "measured policy: rendezvous both copied once ($sc) and pulled by the receiver's choice ($cp)" \
+	test "$sc" -gt 0 -a "$cp" -gt 0
 PAIR_ENV=("${ALWAYS_ONE_COPY[@]}")
 
 # --- sleeping receivers: woken by the doorbell ----------------------------------------------

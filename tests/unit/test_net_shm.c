@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +112,57 @@ static void basic(void)
 	CHECK(count_files("\\.ring$") == 0);
 	CHECK(omx_shm_ring_attach(mac, 1, &err) == NULL && err == -ENOENT);
 	free(rx);
+}
+
+/* kB of this process's memory locked (VmLck in /proc/self/status), -1 if not found. */
+static long locked_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* The owner locks its ring in memory (so that reclaim cannot unmap its cold slots); an
+ * RLIMIT_MEMLOCK too small for it is an error code, the ring works unlocked. */
+static void ring_lock(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 0x4c };
+	int err = 0;
+	struct omx_shm_ring *own = omx_shm_ring_create(mac, 1, 9000, 1 << 20, 0x77, &err);
+	CHECK(own && err == 0);
+	if (!own)
+		return;
+	long before = locked_kb();
+	CHECK(omx_shm_ring_lock(own) == 0); /* root here; a user within RLIMIT_MEMLOCK alike */
+	CHECK(locked_kb() - before >= 512); /* 64 slots of 9 KiB and the header */
+	omx_shm_ring_close(own);
+	CHECK(locked_kb() == before);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 64 << 10, 64 << 10 };
+		int e = 0, bell = 0;
+		struct omx_shm_ring *r = omx_shm_ring_create(mac, 2, 9000, 1 << 20, 0x78, &e);
+		/* Without CAP_IPC_LOCK (dropped with the change of uid) the 64 KiB limit binds. */
+		if (!r || setrlimit(RLIMIT_MEMLOCK, &rl) < 0 || (getuid() == 0 && setuid(65534) < 0))
+			_exit(2);
+		int l = omx_shm_ring_lock(r);
+		int pushed = push_bytes(r, 1, 100, &bell);
+		_exit(l == -ENOMEM || l == -EPERM ? (pushed == 0 ? 0 : 4) : 5);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct omx_shm_ring *sweeper = omx_shm_ring_create(mac, 3, 9000, 1 << 20, 0x79, &err); /* the child's ring goes */
+	CHECK(sweeper != NULL);
+	if (sweeper)
+		omx_shm_ring_close(sweeper);
+	CHECK(count_files("\\.ring$") == 0);
 }
 
 /* The producer writes a frame's bytes past the slot's first line before those in it (ring.c):
@@ -433,36 +485,99 @@ static void copy_policy(void)
 {
 	uint32_t rndv = 1, min = 1;
 	struct omx_copy_calib none = { 0 };
-	omx_copy_policy(&none, 1, &rndv, &min);
+	omx_copy_policy(&none, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0); /* nothing measured: the historical defaults */
 	struct omx_copy_calib cheap = { 1, 300.0, 25.0, 20.0 }; /* kernel copy as fast as memcpy */
-	omx_copy_policy(&cheap, 1, &rndv, &min);
+	omx_copy_policy(&cheap, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0);
 	/* the Intel VM as estimated (cheap entry, 38.5 ns/KiB, a fast memcpy): the model alone
 	 * would pull, the entry price keeps the single copy */
 	struct omx_copy_calib intel = { 1, 250.0, 38.5, 11.0 };
-	omx_copy_policy(&intel, 1, &rndv, &min);
+	omx_copy_policy(&intel, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0);
-	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0 }; /* the AMD VM: 3.6x memcpy per byte */
-	omx_copy_policy(&dear, 0, &rndv, &min);
-	CHECK(rndv == 128 * 1024 && min == 4u << 20);
-	omx_copy_policy(&dear, 1, &rndv, &min); /* senders help: the single copy wins from 1 MiB */
-	CHECK(rndv == 128 * 1024 && min == 1u << 20);
-	/* the AMD VM on stop 26: a cheaper entry, the same dear copy: still the ring up to 1 MiB */
-	struct omx_copy_calib amd26 = { 1, 870.0, 58.0, 8.0 };
-	omx_copy_policy(&amd26, 1, &rndv, &min);
-	CHECK(rndv == 128 * 1024 && min == 1u << 20);
+	/* the AMD VM: the kernel copies at 3.6x memcpy's price per byte: pulls at every size (the
+	 * first guess of the adaptive choice; no size imposes the single copy since stop 29) */
+	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0 };
+	omx_copy_policy(&dear, &rndv, &min);
+	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
+	struct omx_copy_calib amd26 = { 1, 870.0, 58.0, 8.0 }; /* stop 26: a cheaper entry, the same dear copy */
+	omx_copy_policy(&amd26, &rndv, &min);
+	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
 	struct omx_copy_calib mid = { 1, 3000.0, 30.0, 20.0 }; /* wins from 100 KiB on */
-	omx_copy_policy(&mid, 1, &rndv, &min);
+	omx_copy_policy(&mid, &rndv, &min);
 	CHECK(rndv == 128 * 1024 && min == 128 * 1024);
 	struct omx_copy_calib mid2 = { 1, 2000.0, 30.0, 20.0 }; /* from 50 KiB */
-	omx_copy_policy(&mid2, 1, &rndv, &min);
+	omx_copy_policy(&mid2, &rndv, &min);
 	CHECK(rndv == 64 * 1024 && min == 64 * 1024); /* eager up to where the single copy starts */
 	struct omx_copy_calib here;
 	CHECK(omx_copy_calibrate(&here) == 0);
 	CHECK(here.ok && here.cma_fixed_ns > 0 && here.memcpy_ns_per_kib > 0 && here.cma_ns_per_kib >= 0);
 	printf("copy_policy: this machine: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB\n", here.cma_fixed_ns,
 	       here.cma_ns_per_kib, here.memcpy_ns_per_kib);
+}
+
+/* The adaptive choice between the single copy and pulls (calib.c). */
+static void copy_choice(void)
+{
+	struct omx_copy_choice c;
+	memset(&c, 0, sizeof(c));
+	const uint32_t M = 1u << 20;
+	/* Nothing timed: the guess, then the other way on the class's second and fourth messages. */
+	CHECK(omx_copy_choice_single(&c, M, 0) == 0);
+	CHECK(omx_copy_choice_single(&c, M, 0) == 1);
+	CHECK(omx_copy_choice_single(&c, M, 1) == 1); /* still nothing timed: the guess */
+	CHECK(omx_copy_choice_single(&c, M, 1) == 0);
+	/* Pulls of 1 MiB in 36 us (the first, faulting its pages in, 400), single copies in 50 us:
+	 * pulls, but for one message in 16. */
+	omx_copy_choice_record(&c, M, 0, 400000);
+	omx_copy_choice_record(&c, M, 0, 36000);
+	CHECK(c.pull_ns_kib[8] == 36000 * 16 / 1024 + 1); /* 1/16 ns per KiB */
+	omx_copy_choice_record(&c, M, 1, 50000);
+	int singles = 0;
+	for (int i = 0; i < 64; i++)
+		singles += omx_copy_choice_single(&c, M, 1);
+	CHECK(singles == 64 / OMX_COPY_EXPLORE);
+	/* Another class keeps its own times: 8 MiB is unknown, the guess rules it. */
+	CHECK(omx_copy_choice_single(&c, 8 * M, 1) == 1);
+	CHECK(omx_copy_choice_single(&c, M + 4096, 1) == 0); /* the same class as 1 MiB */
+	/* One preempted pull (1 ms) counts for at most twice the average: pulls stay ahead. */
+	omx_copy_choice_record(&c, M, 0, 1000000);
+	CHECK(c.pull_ns_kib[8] < c.single_ns_kib[8]);
+	int pulls = 0;
+	for (int i = 0; i < 16; i++)
+		pulls += !omx_copy_choice_single(&c, M, 1);
+	CHECK(pulls == 15);
+	/* Pulls become 4x slower for good (the buffers moved to huge pages for the single copy...):
+	 * within a few of them the single copy takes over. */
+	int n = 0;
+	while (n < 20 && !omx_copy_choice_single(&c, M, 0)) {
+		omx_copy_choice_record(&c, M, 0, 144000);
+		n++;
+	}
+	CHECK(n > 0 && n < 20);
+	/* ...and it is checked again now and then: one message in 16 pulls. */
+	pulls = 0;
+	for (int i = 0; i < 32; i++)
+		pulls += !omx_copy_choice_single(&c, M, 0);
+	CHECK(pulls == 2);
+	/* A way more than twice as slow is tried four times less often: 256 KiB pulled in 8 us,
+	 * copied once in 17. */
+	struct omx_copy_choice d;
+	memset(&d, 0, sizeof(d));
+	omx_copy_choice_record(&d, 256u << 10, 0, 8000);
+	omx_copy_choice_record(&d, 256u << 10, 1, 17000);
+	for (int i = 0; i < 4; i++) /* the class's first four messages: both ways twice */
+		CHECK(omx_copy_choice_single(&d, 256u << 10, 1) == (i & 1));
+	singles = 0;
+	for (int i = 0; i < 256; i++)
+		singles += omx_copy_choice_single(&d, 256u << 10, 1);
+	CHECK(singles == 256 / (4 * OMX_COPY_EXPLORE));
+	/* Sizes past the last class and below the first share their end classes; 0 bytes is harmless. */
+	omx_copy_choice_record(&c, 0, 1, 1000);
+	omx_copy_choice_record(&c, UINT32_MAX, 1, 1000);
+	CHECK(c.single_ns_kib[OMX_COPY_CLASSES - 1] > 0);
+	omx_copy_choice_record(&c, 100, 0, 1000);
+	CHECK(c.pull_ns_kib[0] > 0);
 }
 
 int main(void)
@@ -472,6 +587,7 @@ int main(void)
 		return 1;
 	setenv("OMX_SHM_DIR", dir, 1);
 	basic();
+	ring_lock();
 	iovec_splits();
 	multi_producer();
 	dead_owner();
@@ -479,6 +595,7 @@ int main(void)
 	single_copy_refused();
 	copy_engines();
 	copy_policy();
+	copy_choice();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	(void)!system(cmd);

@@ -6,6 +6,8 @@
  * once; when A finally posts its receives, every one of B's messages arrives, intact and in order
  * (refused messages were retransmitted, nothing was lost), and all charges are given back.
  * Then C floods A with 3,000 connect requests: all answered, none leaves state behind in A.
+ * Then C fills its send window to A (A not progressing): mediums sent after wait for it, not
+ * buffered (omx_ibuffered 0) until they leave.
  * Also: the receive rings' default sizes (slots, bounded bytes), OMX_RX_RING_KB and
  * OMX_SHARED_RING_KB.
  */
@@ -147,6 +149,62 @@ static void shared_ring_sizing(void)
 		omx_shm_ring_close(r);
 }
 
+/* A medium send waiting for the window (its partner has acked none of a full window of sends)
+ * still reads the caller's buffer: omx_ibuffered says 0 until it leaves, then 1, and what arrives
+ * is the buffer as it is when the send leaves (here rewritten while it waited). A medium that
+ * left at once is buffered at once (its copy for retransmission follows its transmission). */
+static void throttled_medium(omx_endpoint_t from, omx_endpoint_addr_t to)
+{
+	enum { W = OMX_THROTTLE_WINDOW, M = 3 };
+	static omx_request_t tiny[W], tiny_r[W];
+	static uint8_t tiny_buf[W];
+	static uint8_t mb[M][MSG_LEN], mr[M][MSG_LEN], expect[M][MSG_LEN];
+	omx_request_t ms[M], mrq[M];
+	omx_status_t st;
+	uint32_t res = 2;
+	uint8_t t = 0x5a;
+	fill(mb[0], MSG_LEN, 7001);
+	CHECK(omx_isend(from, mb[0], MSG_LEN, to, 0xE000, NULL, &ms[0]) == OMX_SUCCESS);
+	CHECK(omx_ibuffered(from, &ms[0], &res) == OMX_SUCCESS && res == 1);
+	int posted = 0;
+	for (int i = 0; i < W - 1; i++) /* the rest of the window; the partner does not progress */
+		posted += omx_isend(from, &t, 1, to, 0xD0000 + (uint64_t)i, NULL, &tiny[i]) == OMX_SUCCESS;
+	CHECK(posted == W - 1);
+	for (int k = 1; k < M; k++) {
+		fill(mb[k], MSG_LEN, 7001u + (uint64_t)k);
+		CHECK(omx_isend(from, mb[k], MSG_LEN, to, 0xE000 + (uint64_t)k, NULL, &ms[k]) == OMX_SUCCESS);
+		omx_progress(from);
+		res = 2;
+		CHECK(omx_ibuffered(from, &ms[k], &res) == OMX_SUCCESS && res == 0);
+		CHECK(omx_test(from, &ms[k], &st, &res) == OMX_SUCCESS && res == 0);
+	}
+	memcpy(expect, mb, sizeof(mb));
+	fill(mb[M - 1], MSG_LEN, 9999); /* allowed: not buffered yet */
+	memcpy(expect[M - 1], mb[M - 1], MSG_LEN);
+	posted = 0;
+	for (int i = 0; i < W - 1; i++)
+		posted += omx_irecv(A, &tiny_buf[i], 1, 0xD0000 + (uint64_t)i, ~0ull, NULL, &tiny_r[i]) == OMX_SUCCESS;
+	CHECK(posted == W - 1);
+	for (int k = 0; k < M; k++)
+		CHECK(omx_irecv(A, mr[k], MSG_LEN, 0xE000 + (uint64_t)k, ~0ull, NULL, &mrq[k]) == OMX_SUCCESS);
+	int ok = 0;
+	for (int k = 0; k < M; k++)
+		ok += wait_req(A, &mrq[k], &st, 20000) && st.code == OMX_SUCCESS && !memcmp(mr[k], expect[k], MSG_LEN);
+	CHECK(ok == M);
+	omx_progress(from);
+	for (int k = 0; k < M; k++) { /* left: buffered (checked before omx_test collects them) */
+		res = 2;
+		CHECK(omx_ibuffered(from, &ms[k], &res) == OMX_SUCCESS && res == 1);
+		CHECK(wait_req(from, &ms[k], &st, 5000) && st.code == OMX_SUCCESS);
+	}
+	int tiny_ok = 0;
+	for (int i = 0; i < W - 1; i++)
+		tiny_ok += wait_req(A, &tiny_r[i], &st, 5000) && st.code == OMX_SUCCESS && tiny_buf[i] == 0x5a;
+	CHECK(tiny_ok == W - 1);
+	for (int i = 0; i < W - 1; i++)
+		(void)wait_req(from, &tiny[i], &st, 5000);
+}
+
 int main(void)
 {
 	ring_sizing();
@@ -224,6 +282,7 @@ int main(void)
 	CHECK(A->unexp_bytes == 0);
 	CHECK(unexp_count(A) == 0);
 	connect_flood();
+	throttled_medium(C, c2a);
 
 	CHECK(omx_close_endpoint(A) == OMX_SUCCESS);
 	CHECK(omx_close_endpoint(B) == OMX_SUCCESS);

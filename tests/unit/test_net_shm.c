@@ -140,6 +140,11 @@ static void ring_lock(void)
 		return;
 	long before = locked_kb();
 	CHECK(omx_shm_ring_lock(own) == 0); /* root here; a user within RLIMIT_MEMLOCK alike */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* The sanitizers' runtimes turn mlock into a no-op that succeeds: nothing more to see. */
+	omx_shm_ring_close(own);
+	return;
+#endif
 	CHECK(locked_kb() - before >= 512); /* 64 slots of 9 KiB and the header */
 	omx_shm_ring_close(own);
 	CHECK(locked_kb() == before);

@@ -39,16 +39,16 @@ static struct omx_copy_calib calib;
 static int calib_err = -EAGAIN; /* not measured yet */
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 
-/* "single copy from N B", or the adaptive choice's first guess. */
+/* "single copy from N B", or the guess and the timed choice (OMX_SHARED_SINGLE_COPY_MIN=auto). */
 static void single_copy_text(char *buf, size_t len)
 {
 	uint32_t min = omx__cfg.shared_single_copy_min;
 	if (!omx__cfg.shared_single_copy_min_auto)
 		snprintf(buf, len, "single copy from %u B", min);
 	else if (min == OMX_SINGLE_COPY_NEVER)
-		snprintf(buf, len, "single copy or pulls as timed (first guess: pulls)");
+		snprintf(buf, len, "pulls, from %u KiB timed against the single copy", OMX_COPY_ADAPT_MIN >> 10);
 	else
-		snprintf(buf, len, "single copy or pulls as timed (first guess: single copy from %u B)", min);
+		snprintf(buf, len, "single copy from %u B, from %u KiB timed against pulls", min, OMX_COPY_ADAPT_MIN >> 10);
 }
 
 static void policy_resolve_once(void)
@@ -331,8 +331,11 @@ int omx__shared_mode_string(char *buf, size_t len)
 		return snprintf(buf, len, "Shared communication: shared-memory rings, two-copy large messages "
 					  "(process_vm_readv between processes refused: %s%s); %s", strerror(denied), why, cfg);
 	}
-	return snprintf(buf, len, "Shared communication: shared-memory rings, single-copy large messages "
-				  "(process_vm_readv)%s; %s",
+	return snprintf(buf, len, "Shared communication: shared-memory rings, %s%s; %s",
+			omx__cfg.shared_single_copy_min_auto ?
+				"single-copy large messages (process_vm_readv) or pulls through the rings, "
+				"whichever each receiver times faster" :
+				"single-copy large messages (process_vm_readv)",
 			yama == 1 ? ", two-copy fallback for peers Yama ptrace_scope=1 protects" : "", cfg);
 }
 

@@ -66,7 +66,7 @@ static void policy_resolve_once(void)
 	}
 	if (c->shared_single_copy_min_auto)
 		c->shared_single_copy_min = min;
-	char from[48];
+	char from[96];
 	single_copy_text(from, sizeof(from));
 	omx__verbose("same-host policy: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB%s: rendezvous "
 		     "above %u B, %s\n",
@@ -315,7 +315,7 @@ int omx__shared_mode_string(char *buf, size_t len)
 	char coop[64] = ", senders do not help (OMX_SHARED_COOP_CHUNK=0)";
 	if (omx__cfg.shared_coop_chunk)
 		snprintf(coop, sizeof(coop), ", senders help in chunks of up to %u KiB", omx__cfg.shared_coop_chunk >> 10);
-	char from[80];
+	char from[96];
 	single_copy_text(from, sizeof(from));
 	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, %s%s%s, non-temporal copies from %llu B%s%s%s",
 		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop,

@@ -168,13 +168,13 @@ static void show_config(void)
 	else
 		printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "\n", c->rndv_threshold);
 	printf("  OMX_SHARED_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->shared_rndv_threshold, c->shared_rndv_auto ? " (auto)" : "");
-	if (c->shared_single_copy_min_auto && c->shared_single_copy_min == UINT32_MAX)
-		printf("  OMX_SHARED_SINGLE_COPY_MIN = auto: pulls, timed against the single copy from 1 MiB\n");
-	else if (c->shared_single_copy_min_auto)
-		printf("  OMX_SHARED_SINGLE_COPY_MIN = %" PRIu32 " (auto; timed against pulls from 1 MiB)\n",
-		       c->shared_single_copy_min);
-	else
+	if (c->shared_single_copy_min_auto) {
+		char text[96];
+		omx__shared_single_copy_text(text, sizeof(text));
+		printf("  OMX_SHARED_SINGLE_COPY_MIN = auto: %s\n", text);
+	} else {
 		printf("  OMX_SHARED_SINGLE_COPY_MIN = %" PRIu32 "\n", c->shared_single_copy_min);
+	}
 	printf("  OMX_RESENDS_MAX = %" PRIu32 "\n", c->resends_max);
 	printf("  OMX_RESEND_DELAY_MS = %" PRIu64 "\n", c->resend_delay_ns / 1000000u);
 	printf("  OMX_ACK_DELAY_MS = %" PRIu64 "\n", c->ack_delay_ns / 1000000u);

@@ -675,6 +675,9 @@ int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/com
  * this process use; returns snprintf's count. For omx_info (forks once to probe
  * process_vm_readv between processes). */
 int omx__shared_mode_string(char *buf, size_t len);
+/* "single copy from N B", or (OMX_SHARED_SINGLE_COPY_MIN=auto) the guess and where the timed
+ * choice starts: for omx_info and the verbose policy line. */
+void omx__shared_single_copy_text(char *buf, size_t len);
 void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled,
 			uint64_t *coop_written, uint64_t *chosen_pulls);
 void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now);

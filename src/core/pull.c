@@ -316,12 +316,10 @@ void omx__large_recv_start(union omx_request *r)
 	ep->pulls[slot] = pl;
 	r->s.u.recv.pull = pl;
 	r->s.state |= OMX_RS_PULLING;
-	if (!omx_list_empty(&ep->pull_list)) {
-		struct omx_list *pos, *tmp;
-		omx_list_for_each_safe(pos, tmp, &ep->pull_list)
-			((struct omx_pull *)omx_container_of(pos, struct omx_pull, elt))->overlapped = 1;
-		pl->overlapped = 1;
-	}
+	struct omx_list *pos, *tmp;
+	pl->overlapped = !omx_list_empty(&ep->pull_list);
+	omx_list_for_each_safe(pos, tmp, &ep->pull_list)
+		((struct omx_pull *)omx_container_of(pos, struct omx_pull, elt))->overlapped = 1;
 	omx_list_add_tail(&ep->pull_list, &pl->elt);
 	choose_lane(ep, r->s.partner);
 	fill_window(ep, pl);

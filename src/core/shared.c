@@ -39,8 +39,7 @@ static struct omx_copy_calib calib;
 static int calib_err = -EAGAIN; /* not measured yet */
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 
-/* "single copy from N B", or the guess and the timed choice (OMX_SHARED_SINGLE_COPY_MIN=auto). */
-static void single_copy_text(char *buf, size_t len)
+void omx__shared_single_copy_text(char *buf, size_t len)
 {
 	uint32_t min = omx__cfg.shared_single_copy_min;
 	if (!omx__cfg.shared_single_copy_min_auto)
@@ -67,7 +66,7 @@ static void policy_resolve_once(void)
 	if (c->shared_single_copy_min_auto)
 		c->shared_single_copy_min = min;
 	char from[96];
-	single_copy_text(from, sizeof(from));
+	omx__shared_single_copy_text(from, sizeof(from));
 	omx__verbose("same-host policy: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB%s: rendezvous "
 		     "above %u B, %s\n",
 		     calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib,
@@ -316,7 +315,7 @@ int omx__shared_mode_string(char *buf, size_t len)
 	if (omx__cfg.shared_coop_chunk)
 		snprintf(coop, sizeof(coop), ", senders help in chunks of up to %u KiB", omx__cfg.shared_coop_chunk >> 10);
 	char from[96];
-	single_copy_text(from, sizeof(from));
+	omx__shared_single_copy_text(from, sizeof(from));
 	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, %s%s%s, non-temporal copies from %llu B%s%s%s",
 		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop,
 		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",

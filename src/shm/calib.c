@@ -156,11 +156,13 @@ void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, u
  * Single copy or pulls, from what each took. Per size class (a power of two, from 4 KiB), the
  * receive side's time per KiB of each, smoothed over the last few; the faster one is taken (the
  * first guess until both are known), the other on the second and fourth messages of a class (so
- * that each way's first, cold, time is soon replaced) and every OMX_COPY_EXPLORE-th after (4 times less often if it took more than twice as long), so that a
- * change (the vCPUs moved apart, buffers on huge pages) is seen. A faster sample is taken as it is (the first of a class often pays for page faults and
- * cold caches); a slower one moves the figure a quarter of the way, counted for at most twice it:
- * one preempted copy does not send a class to the slower way for long. Pulls are timed only when no other pull ran alongside (the
- * caller's business): several at once share the two CPUs, and each would look slower than it is.
+ * that each way's first, cold, time is soon replaced) and every OMX_COPY_EXPLORE-th after (4
+ * times less often if it took more than twice as long), so that a change (the vCPUs moved
+ * apart, buffers on huge pages) is seen. A faster sample is taken as it is (the first of a class
+ * often pays for page faults and cold caches); a slower one moves the figure a quarter of the
+ * way, counted for at most twice it: one preempted copy does not send a class to the slower way
+ * for long. Pulls are timed only when no other pull ran alongside (the caller's business):
+ * several at once share the two CPUs, and each would look slower than it is.
  */
 #define CLASS_MIN_SHIFT 12
 

@@ -29,9 +29,9 @@ struct omx_shm_ring; /* a mapped ring: ours (consumer) or a peer's (producer) */
  * Replaces a stale file of a dead owner. NULL with *err = -errno (-EBUSY: a live owner has it). */
 struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint, uint32_t slot_bytes,
 					 uint32_t ring_bytes, uint32_t session, int *err);
-uint32_t omx_shm_ring_slots(const struct omx_shm_ring *r);
+uint32_t omx_shm_ring_slots(const struct omx_shm_ring *r); /* its slot count */
 /* Lock our ring in memory (mlock): 0, or -errno (RLIMIT_MEMLOCK, most often). */
-int omx_shm_ring_lock(struct omx_shm_ring *r); /* its slot count */
+int omx_shm_ring_lock(struct omx_shm_ring *r);
 /* Attach to a peer's ring. NULL with *err: -ENOENT nobody, -ECONNREFUSED owner dead or closed,
  * -EPROTO not a ring of ours (bad header). */
 struct omx_shm_ring *omx_shm_ring_attach(const uint8_t mac[6], uint8_t endpoint, int *err);

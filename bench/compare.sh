@@ -4,7 +4,8 @@
 #   sudo bench/compare.sh ROUNDS MTU "omx_perf size options" MODE...
 #
 # MODE: "omx" (the build's omx_perf), "omx+VAR=value[+VAR=value...]" (the same with variables on
-# both sides, e.g. omx+OMX_RX_SPLIT=pull), or "tcp" (bench/tcp_pingpong with the same options).
+# both sides, e.g. omx+OMX_RX_SPLIT=pull), "omx@DIR[+VAR=value...]" (the omx_perf of another build
+# directory DIR, for an A/B of two libraries), or "tcp" (bench/tcp_pingpong with the same options).
 # Each round runs every mode once, in order, server on CPU 1 and client on CPU 0, with the vCPU
 # placement probe (bench/lib_quiet.sh) before and after each run. Prints one CSV row per run and
 # size (mode,round,probe=before/after,length,iterations,latency_us,bandwidth_MBps), then the median
@@ -41,15 +42,20 @@ for ((r = 0; r < R; r++)); do
 		else
 			ex=()
 			[[ $mode == *+* ]] && IFS=+ read -r -a ex <<<"${mode#*+}"
+			perf=$B/tools/omx_perf
+			if [[ $mode == omx@* ]]; then
+				perf=${mode#omx@}
+				perf=${perf%%+*}/tools/omx_perf
+			fi
 			omx_host_exec 1 env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[1]}" OMX_LOCK_DIR="$TMP/l1" "${ex[@]}" \
-				taskset -c 1 "$B/tools/omx_perf" >"$TMP/srv.log" 2>&1 &
+				taskset -c 1 "$perf" >"$TMP/srv.log" 2>&1 &
 			s=$!
 			for ((t = 0; t < 100; t++)); do
 				grep -q '^Starting receiver' "$TMP/srv.log" && break
 				sleep 0.05
 			done
 			out=$(omx_host_exec 0 env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/l0" "${ex[@]}" \
-				taskset -c 0 "$B/tools/omx_perf" -d "${OMX_HOSTNAME[1]}:0" $SZ -c - 2>/dev/null)
+				taskset -c 0 "$perf" -d "${OMX_HOSTNAME[1]}:0" $SZ -c - 2>/dev/null)
 		fi
 		wait "$s"
 		p1=$(placement_probe "$B/bench/local_pingpong")

@@ -205,8 +205,8 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	int ms = until == UINT64_MAX ? -1 : (until <= now ? 0 : (int)((until - now + 999999) / 1000000));
 	if (ms > 1000 || ms < 0)
 		ms = 1000; /* bounded: signals and changes of configuration are noticed */
-	struct pollfd fds[3] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
-				 { ep->local ? ep->local->fd : -1, POLLIN, 0 } };
+	struct pollfd fds[4] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
+				 { ep->local ? ep->local->fd : -1, POLLIN, 0 }, { ep->net->fd2, POLLIN, 0 } };
 	if (ep->local && ep->local->ops->prepare_sleep && ep->local->ops->prepare_sleep(ep->local, 1, 0))
 		ms = 0; /* frames already in our shared-memory ring */
 	ep->poller_active = 1;
@@ -214,7 +214,7 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	/* poll(), not an epoll set kept per endpoint: an epoll entry stays on each socket's wait
 	 * queue, so every frame received while we are awake ran its wake-up callback (blocking
 	 * 4 MiB streams lost ~8%, docs/performance.md stop 27). */
-	int r = poll(fds, 3, ms);
+	int r = poll(fds, 4, ms);
 	int intr = r < 0 && errno == EINTR;
 	if (r > 0 && (fds[1].revents & POLLIN)) {
 		uint64_t v;
@@ -222,8 +222,8 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	}
 	/* A pending socket error (ENETDOWN after the link went down) keeps poll() returning until
 	 * it is read: read it, or every later sleep would be a busy loop. */
-	for (int i = 0; i < 3; i += 2)
-		if (r > 0 && (fds[i].revents & POLLERR)) {
+	for (int i = 0; i < 4; i++)
+		if (r > 0 && i != 1 && (fds[i].revents & POLLERR)) {
 			int err = 0;
 			socklen_t len = sizeof(err);
 			(void)getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -753,8 +753,8 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	while (!omx_list_empty(&ep->resend_list) && omx_now_ns() < until) {
 		omx__progress(ep);
 		pthread_mutex_unlock(&ep->lock);
-		struct pollfd pfd = { ep->net->fd, POLLIN, 0 };
-		poll(&pfd, 1, 1);
+		struct pollfd pfd[2] = { { ep->net->fd, POLLIN, 0 }, { ep->net->fd2, POLLIN, 0 } };
+		poll(pfd, 2, 1);
 		pthread_mutex_lock(&ep->lock);
 	}
 	/* Flush every owed ack so peers do not retransmit what we already have. */

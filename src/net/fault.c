@@ -262,6 +262,7 @@ struct omx_net *omx_net_fault_wrap(struct omx_net *inner, const struct omx_fault
 	}
 	f->base.ops = &fault_ops;
 	f->base.fd = inner->fd;
+	f->base.fd2 = inner->fd2;
 	memcpy(f->base.mac, inner->mac, 6);
 	f->base.mtu = inner->mtu;
 	f->base.ifindex = inner->ifindex;

@@ -319,6 +319,7 @@ struct omx_net *omx_net_local_open(const uint8_t mac[6], uint32_t mtu, uint8_t e
 	}
 	l->base.ops = &local_ops;
 	l->base.fd = fd;
+	l->base.fd2 = -1;
 	memcpy(l->base.mac, mac, 6);
 	l->base.mtu = mtu;
 	return &l->base;

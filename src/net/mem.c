@@ -284,6 +284,7 @@ struct omx_net *omx_net_mem_open(struct omx_memnet *hub, const uint8_t mac[6], u
 		free(t);
 		return NULL;
 	}
+	t->base.fd2 = -1;
 	t->base.ops = &mem_ops;
 	memcpy(t->base.mac, mac, 6);
 	t->base.mtu = mtu;

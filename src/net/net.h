@@ -75,6 +75,10 @@ struct omx_net_ops {
 struct omx_net {
 	const struct omx_net_ops *ops;
 	int fd;          /* readable (POLLIN) when recv_burst has work */
+	/* A second descriptor to poll along fd, or -1. Two descriptors, not an epoll set over them:
+	 * an epoll entry stays on each socket's wait queue, so every frame received, awake or not,
+	 * would run the epoll callback in the sender's softirq. */
+	int fd2;
 	uint8_t mac[6];  /* source MAC for frames we send */
 	uint32_t mtu;    /* interface MTU (frames may be up to mtu + 14 bytes) */
 	int ifindex;

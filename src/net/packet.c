@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -68,9 +67,8 @@ struct omx_net_packet {
 	uint8_t *bounce;        /* a whole frame, for split frames the owner does not place */
 	/* pull replies split (opts.rx_pull_split): a second transport of this type, with small slots,
 	 * whose filter takes only our PULL_REPLY frames (ours then takes everything else whole);
-	 * base.fd is then an epoll descriptor over both sockets */
+	 * its socket is then base.fd2 */
 	struct omx_net_packet *pull;
-	int epfd;
 	/* adaptive (opts.rx_pull_adaptive): which socket takes the pull replies is switched at run
 	 * time (omx_net_packet_pull_lane); the filters are rebuilt from these */
 	int adaptive, lane_split;
@@ -303,8 +301,6 @@ static void pkt_close(struct omx_net *n)
 		close(p->broker_fd);
 	if (p->pull)
 		pkt_close(&p->pull->base);
-	if (p->epfd >= 0)
-		close(p->epfd);
 	free(p->bounce);
 	free(p);
 }
@@ -616,7 +612,6 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	}
 	p->sock = -1;
 	p->broker_fd = -1;
-	p->epfd = -1;
 	p->ring = MAP_FAILED;
 	omx_net_packet_ring_req(info.mtu, opts->rx_ring_frames, &req);
 	struct omx_net_opts mine;
@@ -699,17 +694,7 @@ struct omx_net *omx_net_packet_open(const char *ifname, uint8_t endpoint, const 
 	p->dst.sll_halen = 6;
 	p->base.ops = &pkt_ops;
 	p->base.fd = p->sock;
-	if (p->pull) {
-		/* One descriptor to sleep on for both sockets. */
-		struct epoll_event ev = { .events = EPOLLIN };
-		p->epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (p->epfd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->sock, &ev) < 0 ||
-		    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->pull->sock, &ev) < 0) {
-			ret = -errno;
-			goto fail;
-		}
-		p->base.fd = p->epfd;
-	}
+	p->base.fd2 = p->pull ? p->pull->sock : -1;
 	memcpy(p->base.mac, info.mac, 6);
 	p->base.mtu = info.mtu;
 	p->base.ifindex = info.ifindex;

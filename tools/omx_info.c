@@ -163,8 +163,8 @@ static void show_config(void)
 	printf("  OMX_WIRE_MODE = %s\n", c->wire_mode == OMX_WIRE_COMPAT ? "compat" : "extended");
 	printf("  OMX_MTU = %" PRIu32 "%s\n", c->mtu_override, c->mtu_override ? "" : " (interface MTU)");
 	if (c->rndv_auto)
-		printf("  OMX_RNDV_THRESHOLD = %" PRIu32 " (auto: %u over frames of 32 KiB or more)\n", c->rndv_threshold,
-		       OMX_RNDV_THRESHOLD_JUMBO);
+		printf("  OMX_RNDV_THRESHOLD = %" PRIu32 " (auto: %u over fragments of 32 KiB or more, %u of 48 KiB or more)\n",
+		       c->rndv_threshold, OMX_RNDV_THRESHOLD_JUMBO, OMX_RNDV_THRESHOLD_JUMBO64);
 	else
 		printf("  OMX_RNDV_THRESHOLD = %" PRIu32 "\n", c->rndv_threshold);
 	printf("  OMX_SHARED_RNDV_THRESHOLD = %" PRIu32 "%s\n", c->shared_rndv_threshold, c->shared_rndv_auto ? " (auto)" : "");

@@ -31,7 +31,7 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
 	{ "OMX_PROGRESS_CHECK_MAX_US", "8000" }, { "OMX_PROGRESS_BATCH", "0" },
 	{ "OMX_CLOSE_LINGER_MS", "1000" }, { "OMX_RX_RING_KB", "auto" }, { "OMX_RX_SPLIT", "auto" },
-	{ "OMX_RX_SPLIT_MEDIUM", "0" },
+	{ "OMX_RX_SPLIT_MEDIUM", "auto" },
 	{ "OMX_UNEXP_MAX_KB", "65536" }, { "OMX_UNEXP_PEER_MAX_KB", "16384" },
 	{ "OMX_BROKER", "/run/omx/omxd.sock" }, { "OMX_BROKER_ALWAYS", "0" }, { "OMX_CTXIDS", "" },
 	{ "OMX_ANY_ENDPOINT", "" }, { "OMX_DISABLE_SELF", "0" }, { "OMX_CONNECT_POLLALL", "0" },
@@ -200,8 +200,8 @@ static int env_auto(const char *name)
 
 static void load_thresholds(struct omx_config *c, uint32_t medium_max)
 {
-	/* Remote threshold: unset or "auto", 32768, or 131072 on interfaces whose frames carry 32 KiB
-	 * or more (omx__rndv_threshold). */
+	/* Remote threshold: unset or "auto", 32768, or 131072 / 262144 on interfaces whose medium
+	 * fragments carry 32 / 48 KiB or more (omx__rndv_threshold). */
 	c->rndv_auto = env_auto("OMX_RNDV_THRESHOLD");
 	c->rndv_threshold = c->rndv_auto ? 32768 : env_u32("OMX_RNDV_THRESHOLD", NULL, 32768);
 	/* Same-host thresholds: unset or "auto", chosen by measuring the machine at the first
@@ -253,7 +253,8 @@ void omx__config_load_open(void)
 	const char *sp = getenv("OMX_RX_SPLIT");
 	c->rx_split_auto = !sp || !*sp || !strcmp(sp, "auto");
 	c->rx_pull_split = sp && !strcmp(sp, "pull") ? 256 : 0;
-	c->rx_medium_split = env_u32("OMX_RX_SPLIT_MEDIUM", NULL, 0);
+	c->rx_medium_split_auto = env_auto("OMX_RX_SPLIT_MEDIUM");
+	c->rx_medium_split = c->rx_medium_split_auto ? 0 : env_u32("OMX_RX_SPLIT_MEDIUM", NULL, 0);
 	c->rx_split = c->rx_pull_split || c->rx_split_auto ? 0 : env_u32("OMX_RX_SPLIT", NULL, 0);
 	c->unexp_max = (uint64_t)env_u32("OMX_UNEXP_MAX_KB", NULL, 65536) * 1024u;
 	c->unexp_peer_max = (uint64_t)env_u32("OMX_UNEXP_PEER_MAX_KB", NULL, 16384) * 1024u;

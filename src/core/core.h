@@ -63,6 +63,8 @@ struct omx_config {
 	uint32_t rx_split;         /* bytes of a frame the ring keeps (longer: split receive); 0 off */
 	uint32_t rx_pull_split;    /* OMX_RX_SPLIT=pull: slot bytes of the pull replies' socket; 0 off */
 	uint32_t rx_medium_split;  /* with it, mediums longer than this go to that socket too; 0: none */
+	int rx_medium_split_auto;  /* OMX_RX_SPLIT_MEDIUM unset or "auto": OMX_RX_SPLIT_MEDIUM_AUTO where
+				    * the auto lanes exist and fragments are nearly 64 KiB, else none */
 	int rx_split_auto;         /* OMX_RX_SPLIT=auto (default): pull replies split or whole, as traffic goes */
 	uint64_t unexp_max;        /* bytes of unexpected messages an endpoint keeps (payload + request) */
 	uint64_t unexp_peer_max;   /* ... of which one partner may use */
@@ -359,6 +361,10 @@ struct omx_region {
 #define OMX_RX_SPLIT_AUTO_MTU 32768u
 /* ...and a pull takes the split lane when this side sent pull replies this recently. */
 #define OMX_LANE_RECENT_NS 10000000ull
+/* OMX_RX_SPLIT_MEDIUM=auto: over fragments of nearly 64 KiB (OMX_RNDV_JUMBO64_FRAG), the split lane
+ * also takes the fragments of mediums longer than this (a 32 KiB medium, one frame, read split
+ * cost a system call more than the copy it saved: docs/performance.md stop 30). */
+#define OMX_RX_SPLIT_MEDIUM_AUTO 32768u
 
 struct omx_endpoint {
 	uint32_t magic;           /* OMX_EP_MAGIC while open; closed structs stay allocated, poisoned */
@@ -379,7 +385,9 @@ struct omx_endpoint {
 	int event_fd; /* wakes a sleeping waiter: omx_wakeup, completions by other threads */
 	struct omx_net *pkt;   /* the packet transport under any wrapper; NULL over the test hub */
 	int pull_lane_auto;    /* its pull replies change lanes (OMX_RX_SPLIT=auto) */
-	uint64_t bulk_sent_ns; /* when we last sent pull replies (ep->now_ns) */
+	int lane_split;        /* ...and they (and the mediums split_medium_min) take the split one */
+	uint32_t split_medium_min; /* mediums longer than this go with the pull replies; UINT32_MAX: never */
+	uint64_t bulk_sent_ns; /* when we last sent pull replies or such mediums (ep->now_ns) */
 	omx_error_handler_t handler; /* NULL = global */
 	uint8_t ctxid_bits, ctxid_shift;
 	/* partners: partners[peer_index] -> array of endpoint_max pointers */
@@ -538,10 +546,19 @@ void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* send.c: the largest eager message to remote peers over an interface of these wire parameters:
- * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over frames of 32 KiB or
- * more, else 32768. */
+ * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over fragments of 32 KiB
+ * or more, OMX_RNDV_THRESHOLD_JUMBO64 over fragments of nearly 64 KiB (a 256 KiB medium is 5
+ * frames there, and beat the rendezvous's two extra trips: docs/performance.md stop 30), else
+ * 32768. */
 #define OMX_RNDV_THRESHOLD_JUMBO 131072u
+#define OMX_RNDV_THRESHOLD_JUMBO64 262144u
+#define OMX_RNDV_JUMBO64_FRAG 49152u
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp);
+/* pull.c: OMX_RX_SPLIT=auto, this endpoint sent bulk data (pull replies, large mediums) to the
+ * network at ep->now_ns: the split lane, if not there already. */
+void omx__lane_bulk_sent(struct omx_endpoint *ep);
+/* ...and, from the timers, back to whole frames once it has sent none for OMX_LANE_RECENT_NS. */
+void omx__lane_timer(struct omx_endpoint *ep, uint64_t now);
 /* Several frames to one destination (pull replies): one system call where the transport batches. */
 void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned count, int counter);
 /* Payloads from this size on are not copied into the frame buffer but handed to the transport

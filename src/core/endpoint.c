@@ -143,6 +143,8 @@ static void progress_pass(struct omx_endpoint *ep, uint64_t now)
 	omx__resend_due(ep, now);
 	omx__connect_resend_due(ep, now);
 	omx__pull_timers(ep, now);
+	if (ep->lane_split)
+		omx__lane_timer(ep, now);
 	omx__send_acks(ep, now);
 	if (now >= ep->next_host_query_check) {
 		ep->next_host_query_check = now + 100000000ull;
@@ -432,6 +434,7 @@ static struct omx_endpoint *endpoint_alloc(void)
 static omx_return_t open_transport(struct omx_endpoint *ep)
 {
 	int err = 0;
+	ep->split_medium_min = UINT32_MAX;
 	struct omx_memnet *hub = omx__test_memnet();
 	if (hub) {
 		ep->net = omx_net_mem_open(hub, ep->board->iface.mac, ep->board->iface.mtu, (uint8_t)ep->endpoint_index);
@@ -450,9 +453,14 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		}
 		/* The filter reads the extended wire mode's 32-bit message length. */
 		o.rx_medium_split = ep->wp.mode == OMX_WIRE_EXTENDED ? omx__cfg.rx_medium_split : 0;
+		if (omx__cfg.rx_medium_split_auto)
+			o.rx_medium_split = o.rx_pull_adaptive && ep->wp.mode == OMX_WIRE_EXTENDED &&
+						    ep->wp.medium_frag_max >= OMX_RNDV_JUMBO64_FRAG ?
+						    OMX_RX_SPLIT_MEDIUM_AUTO : 0;
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
 		ep->pkt = ep->net;
 		ep->pull_lane_auto = ep->net && o.rx_pull_adaptive && omx_net_packet_pull_lane(ep->net, 0) == 0;
+		ep->split_medium_min = ep->pull_lane_auto && o.rx_medium_split ? o.rx_medium_split : UINT32_MAX;
 	}
 	if (!ep->net) {
 		if (*omx_net_broker_last_refusal())

@@ -125,7 +125,7 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	if (nrep)
 		omx__send_frames(ep, reps, nrep, OMX_C_SEND_PULL_REPLY);
 	if (!local)
-		ep->bulk_sent_ns = ep->now_ns ? ep->now_ns : 1; /* choose_lane */
+		omx__lane_bulk_sent(ep);
 }
 
 /* NOTIFY for one of our large sends (in sequence; its piggyack was applied just before). */
@@ -261,15 +261,36 @@ static void pull_finish(struct omx_endpoint *ep, struct omx_pull *pl, omx_return
  * 1.48x TCP with whole frames against 1.13x split, ping-pongs 1.0x whole against 1.46x split
  * (MTU 65535, docs/performance.md stop 27). So: split while we send bulk data ourselves (our
  * sends reuse the buffers our receives free), whole otherwise. Same-host pulls do not use the
- * network.
+ * network. Mediums longer than split_medium_min follow the pull replies (stop 30); as they come
+ * unannounced, the lane also moves when we send bulk data, and back from the timers.
  */
+static void set_lane(struct omx_endpoint *ep, int split)
+{
+	int r = omx_net_packet_pull_lane(ep->pkt, split);
+	if (r == 1)
+		omx__count(ep->board, OMX_C_X_SPLIT_LANE_SWITCHES);
+	if (r >= 0)
+		ep->lane_split = split;
+}
+
 static void choose_lane(struct omx_endpoint *ep, struct omx_partner *p)
 {
 	if (!ep->pull_lane_auto || omx__via_local(ep, p->mac))
 		return;
-	int split = ep->bulk_sent_ns && ep->now_ns - ep->bulk_sent_ns < OMX_LANE_RECENT_NS;
-	if (omx_net_packet_pull_lane(ep->pkt, split) == 1)
-		omx__count(ep->board, OMX_C_X_SPLIT_LANE_SWITCHES);
+	set_lane(ep, ep->bulk_sent_ns && ep->now_ns - ep->bulk_sent_ns < OMX_LANE_RECENT_NS);
+}
+
+void omx__lane_bulk_sent(struct omx_endpoint *ep)
+{
+	ep->bulk_sent_ns = ep->now_ns ? ep->now_ns : 1;
+	if (ep->pull_lane_auto && !ep->lane_split)
+		set_lane(ep, 1);
+}
+
+void omx__lane_timer(struct omx_endpoint *ep, uint64_t now)
+{
+	if (now - ep->bulk_sent_ns >= OMX_LANE_RECENT_NS)
+		set_lane(ep, 0);
 }
 
 void omx__large_recv_start(union omx_request *r)

@@ -90,6 +90,8 @@ void omx__send_sequenced(union omx_request *r)
 		}
 		if (nf)
 			omx__send_frames(ep, frags, nf, OMX_C_SEND_MEDIUMSQ_FRAG);
+		if (len > ep->split_medium_min && wp == &ep->wp)
+			omx__lane_bulk_sent(ep);
 		if (r->s.u.send.src) {
 			memcpy(r->s.u.send.data, r->s.u.send.src, len);
 			r->s.u.send.src = NULL;
@@ -458,7 +460,9 @@ void omx__self_deferred_drain(struct omx_endpoint *ep)
  */
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp)
 {
-	uint32_t t = omx__cfg.rndv_auto && wp->medium_frag_max >= 32768 ? OMX_RNDV_THRESHOLD_JUMBO : omx__cfg.rndv_threshold;
+	uint32_t t = !omx__cfg.rndv_auto ? omx__cfg.rndv_threshold :
+		     wp->medium_frag_max >= OMX_RNDV_JUMBO64_FRAG ? OMX_RNDV_THRESHOLD_JUMBO64 :
+		     wp->medium_frag_max >= 32768 ? OMX_RNDV_THRESHOLD_JUMBO : omx__cfg.rndv_threshold;
 	return t < wp->medium_max ? t : wp->medium_max;
 }
 

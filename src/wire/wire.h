@@ -110,13 +110,14 @@ struct omx_wire_params {
 /*
  * Fill *p for a mode and a frame MTU. Extended mode follows wire.md's formula
  * (P = mtu-48; F = P if P <= 4096, else the largest power of two <= P, capped at 32768 -- for
- * mtu <= 9000 this equals the reference's 8192/4096 rule), R = mtu-32, B = 32.
+ * mtu <= 9000 this equals the reference's 8192/4096 rule -- and from P = 49152 P rounded down to
+ * a multiple of 64: 65472 at MTU 65535), R = mtu-32, B = 32.
  * Compat mode ignores mtu beyond requiring mtu >= 4144 and uses the fixed sizes (p->mtu = 4144).
  * Returns 0, or -1 if the MTU is outside [OMX_WIRE_MTU_MIN, OMX_WIRE_MTU_MAX] or too small.
  */
 int omx_wire_params_init(struct omx_wire_params *p, enum omx_wire_mode mode, uint32_t mtu);
 /* The parameters of frames between endpoints of one host, which never cross an Ethernet link: the
- * extended mode's medium fragments are at least OMX_WIRE_LOCAL_FRAG (and mtu grows to carry them)
+ * extended mode's medium fragments are OMX_WIRE_LOCAL_FRAG (and mtu grows to carry them)
  * whatever the interface MTU; everything else, and the compatible mode, as in wp. Their decoding
  * insists on fragments of exactly F bytes (but the last), so that the smaller fragments of an
  * older build on the same host are refused rather than placed at the wrong offsets. */

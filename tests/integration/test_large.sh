@@ -104,6 +104,31 @@ counters counters-medsplit
 placed=$(($(omx_counter "$TMP/counters-medsplit0" "Split Receive Placed Bytes") + $(omx_counter "$TMP/counters-medsplit1" "Split Receive Placed Bytes")))
 check "medium fragments placed from their socket ($placed bytes; the rest arrived before their receive was posted)" \
 	test "$placed" -gt 0
+# The default at this MTU (OMX_RX_SPLIT_MEDIUM=auto, 65472-byte fragments): mediums longer than
+# 32 KiB take the split lane too while the receiver itself sends such mediums (both ways), and stay
+# whole into the ring otherwise (one way: omx_perf -U, empty answers). omx_stress ends with
+# a synchronous send (a rendezvous whatever its size): more bytes placed than pull replies carry.
+clear_counters
+ENVS=(OMX_NONE=1)
+check "$(omx_scale 2000) mediums of 32-256 KiB both ways, default settings" \
+	pair mediums-auto -n "$(omx_scale 2000)" -l 32769 -m 262144 -w 4
+counters counters-medauto
+placed=$(($(omx_counter "$TMP/counters-medauto0" "Split Receive Placed Bytes") + $(omx_counter "$TMP/counters-medauto1" "Split Receive Placed Bytes")))
+check "both ways: mediums moved to the split lane ($(omx_counter "$TMP/counters-medauto0" "Split Receive Lane Switches") and $(omx_counter "$TMP/counters-medauto1" "Split Receive Lane Switches") switches, $placed bytes placed, $(omx_counter "$TMP/counters-medauto1" "Recv Pull Reply") pull replies)" \
+	cond '[ "$placed" -gt $((65503 * ($(omx_counter "$TMP/counters-medauto0" "Recv Pull Reply") + $(omx_counter "$TMP/counters-medauto1" "Recv Pull Reply")))) ] &&
+	      [ "$(omx_counter "$TMP/counters-medauto0" "Split Receive Lane Switches")" -gt 0 ]'
+clear_counters
+omx_host_exec 1 env $(omx_env 1) timeout 120 "$OMX_BUILD/tools/omx_perf" >"$TMP/medoneway.srv" 2>&1 &
+srv=$!
+omx_wait_line '^Starting receiver' "$TMP/medoneway.srv" 200 "$srv"
+check "one way: 128 KiB mediums streamed" omx_host_exec 0 env $(omx_env 0) timeout 120 "$OMX_BUILD/tools/omx_perf" \
+	-d "${OMX_HOSTNAME[1]}:0" -S 131072 -E 131073 -N 200 -W 2 -U
+wait "$srv"
+counters counters-medoneway
+check "one way: the receiver's mediums stayed whole ($(omx_counter "$TMP/counters-medoneway1" "Recv Medium Frag") fragments, $(omx_counter "$TMP/counters-medoneway1" "Split Receive Lane Switches") switches)" \
+	cond '[ "$(omx_counter "$TMP/counters-medoneway1" "Recv Medium Frag")" -ge 600 ] &&
+	      [ "$(omx_counter "$TMP/counters-medoneway1" "Split Receive Lane Switches")" = 0 ] &&
+	      [ "$(omx_counter "$TMP/counters-medoneway1" "Split Receive Placed Bytes")" = 0 ]'
 omx_netns_set_mtu 9000
 ENVS=(OMX_NONE=1)
 check "$(omx_scale 2000) concurrent large messages both ways (16 in flight each way)" \

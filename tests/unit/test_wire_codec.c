@@ -469,7 +469,12 @@ static void test_params(void)
 		{OMX_WIRE_EXTENDED, 1500, 0, 1500, 1452, 32, 46464, 1468, 32, 0},
 		{OMX_WIRE_EXTENDED, 4144, 0, 4144, 4096, 32, 131072, 4112, 32, 0},
 		{OMX_WIRE_EXTENDED, 9000, 0, 9000, 8192, 32, 262144, 8968, 32, 0},
-		{OMX_WIRE_EXTENDED, 65535, 0, 65535, 32768, 32, 1048576, 65503, 32, 0},
+		/* above 9000 the rule is ours: powers of two up to 32 KiB, from P = 48 KiB P itself
+		 * rounded down to 64 bytes */
+		{OMX_WIRE_EXTENDED, 65535, 0, 65535, 65472, 32, 2095104, 65503, 32, 0},
+		{OMX_WIRE_EXTENDED, 49199, 0, 49199, 32768, 32, 1048576, 49167, 32, 0},
+		{OMX_WIRE_EXTENDED, 49200, 0, 49200, 49152, 32, 1572864, 49168, 32, 0},
+		{OMX_WIRE_EXTENDED, 32816, 0, 32816, 32768, 32, 1048576, 32784, 32, 0},
 		{OMX_WIRE_EXTENDED, 256, 0, 256, 208, 32, 6656, 224, 32, 0},
 		{OMX_WIRE_COMPAT, 4144, 0, 4144, 4096, 8, 32768, 4096, 8, 12},
 		{OMX_WIRE_COMPAT, 9000, 0, 4144, 4096, 8, 32768, 4096, 8, 12},
@@ -516,16 +521,62 @@ static void test_params(void)
 	CHECK(1);
 }
 
-/* Same-host parameters: OMX_WIRE_LOCAL_FRAG (32 KiB) medium fragments and pull replies wherever
- * the interface's are smaller in the extended mode, the rest untouched; a full local fragment encodes and decodes
+/* MTU 65535 builds before stop 30 cut mediums into 32 KiB fragments, later ones into 65472 bytes;
+ * neither decodes the other's multi-fragment mediums whole (docs/compatibility.md): the newer
+ * refuses the older's last fragment, the older the newer's full ones. Never a misplaced payload. */
+static void test_params_jumbo_mix(void)
+{
+	struct omx_wire_params now, old;
+	CHECK_EQ(omx_wire_params_init(&now, OMX_WIRE_EXTENDED, 65535), 0);
+	CHECK_EQ(omx_wire_params_init(&old, OMX_WIRE_EXTENDED, 65535), 0);
+	old.medium_frag_max = 32768; /* the earlier rule at this MTU */
+	old.medium_max = 32768 * 32;
+	static uint8_t payload[65472], buf[65535 + 64];
+	struct omx_pkt p, d;
+	memset(&p, 0, sizeof(p));
+	memcpy(p.dst_mac, MAC_A, 6);
+	memcpy(p.src_mac, MAC_B, 6);
+	p.ptype = OMX_PT_MEDIUM;
+	p.payload = payload;
+	for (uint32_t len = 32769; len <= 262144; len += 4096) {
+		/* the older sender's last fragment */
+		uint32_t last = (len - 1) / 32768;
+		p.u.msg.length = len;
+		p.u.msg.frag_seqnum = (uint8_t)last;
+		p.u.msg.frag_length = (uint16_t)(len - last * 32768);
+		p.payload_len = p.u.msg.frag_length;
+		size_t n = omx_wire_encode(&old, &p, buf, sizeof(buf));
+		CHECK(n > 0);
+		CHECK_EQ(omx_wire_decode(&old, buf, n, &d), OMX_WIRE_OK);
+		if (omx_wire_decode(&now, buf, n, &d) != OMX_WIRE_ERR_BAD_FRAG) {
+			CHECK(!"an older build's last fragment decoded with today's parameters");
+			fprintf(stderr, "  length %u\n", len);
+			break;
+		}
+		/* today's first fragment, full when the message has more than one */
+		if (len <= 65472)
+			continue;
+		p.u.msg.frag_seqnum = 0;
+		p.u.msg.frag_length = 65472;
+		p.payload_len = 65472;
+		n = omx_wire_encode(&now, &p, buf, sizeof(buf));
+		CHECK(n > 0);
+		CHECK_EQ(omx_wire_decode(&now, buf, n, &d), OMX_WIRE_OK);
+		CHECK_EQ(omx_wire_decode(&old, buf, n, &d), OMX_WIRE_ERR_BAD_FRAG);
+	}
+}
+
+/* Same-host parameters: OMX_WIRE_LOCAL_FRAG (32 KiB) medium fragments in the extended mode whatever
+ * the interface's, pull replies at least that large, the rest untouched; a full local fragment encodes and decodes
  * with them and not with the interface's; fragments of older builds (1452 bytes at MTU 1500 until
  * stop 20, 8 KiB until stop 28) are refused, never placed at the wrong offsets. */
 enum { LF = OMX_WIRE_LOCAL_FRAG };
 static void test_params_local(void)
 {
 	CHECK_EQ(LF, 32768);
-	struct omx_wire_params l, p65535;
+	struct omx_wire_params l, p65535, p32816;
 	CHECK_EQ(omx_wire_params_init(&p65535, OMX_WIRE_EXTENDED, 65535), 0);
+	CHECK_EQ(omx_wire_params_init(&p32816, OMX_WIRE_EXTENDED, 32816), 0);
 	const struct omx_wire_params *under[] = { &P_EXT1500, &P_EXT };
 	for (int i = 0; i < 2; i++) {
 		omx_wire_params_local(under[i], &l);
@@ -535,8 +586,14 @@ static void test_params_local(void)
 		CHECK_EQ(l.pull_reply_max, LF); /* pull replies as large as the fragments */
 		CHECK_EQ(l.pull_block_replies, under[i]->pull_block_replies);
 	}
-	omx_wire_params_local(&p65535, &l); /* fragments of LF already */
-	CHECK(!memcmp(&l, &p65535, sizeof(l)));
+	omx_wire_params_local(&p32816, &l); /* fragments of LF already */
+	CHECK(!memcmp(&l, &p32816, sizeof(l)));
+	omx_wire_params_local(&p65535, &l); /* larger interface fragments: the ring's stay LF */
+	CHECK_EQ(l.medium_frag_max, LF);
+	CHECK_EQ(l.medium_max, LF * 32);
+	CHECK(l.frags_exact);
+	CHECK_EQ(l.mtu, 65535);
+	CHECK_EQ(l.pull_reply_max, 65503);
 	omx_wire_params_local(&P_COMPAT, &l);
 	CHECK(!memcmp(&l, &P_COMPAT, sizeof(l)));
 
@@ -915,6 +972,7 @@ int main(void)
 	test_connect_ext();
 	test_params();
 	test_params_local();
+	test_params_jumbo_mix();
 	test_roundtrip();
 	test_encode_refusals();
 	test_encode_refusals_medium();

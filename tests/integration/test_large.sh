@@ -68,15 +68,19 @@ counters counters-auto
 placed=$(($(omx_counter "$TMP/counters-auto0" "Split Receive Placed Bytes") + $(omx_counter "$TMP/counters-auto1" "Split Receive Placed Bytes")))
 check "both ways: pulls moved to the split lane ($(omx_counter "$TMP/counters-auto0" "Split Receive Lane Switches") and $(omx_counter "$TMP/counters-auto1" "Split Receive Lane Switches") switches, $placed bytes placed)" \
 	test "$placed" -gt 0
+oneway() { # oneway NAME SIZE COUNT: omx_perf -U (empty answers) from host 0 to host 1, counters
+	# cleared first and read into $TMP/NAME0 and NAME1
+	clear_counters
+	omx_host_exec 1 env $(omx_env 1) timeout 120 "$OMX_BUILD/tools/omx_perf" >"$TMP/$1.srv" 2>&1 &
+	local srv=$!
+	omx_wait_line '^Starting receiver' "$TMP/$1.srv" 200 "$srv"
+	check "one way: $3 messages of $2 bytes streamed" omx_host_exec 0 env $(omx_env 0) timeout 120 \
+		"$OMX_BUILD/tools/omx_perf" -d "${OMX_HOSTNAME[1]}:0" -S "$2" -E "$(($2 + 1))" -N "$3" -W 2 -U
+	wait "$srv"
+	counters "$1"
+}
 # One way (omx_perf -U: the answers are empty): the receiver's pulls stay whole.
-clear_counters
-omx_host_exec 1 env $(omx_env 1) timeout 120 "$OMX_BUILD/tools/omx_perf" >"$TMP/oneway.srv" 2>&1 &
-srv=$!
-omx_wait_line '^Starting receiver' "$TMP/oneway.srv" 200 "$srv"
-check "one way: 4 MiB messages streamed" omx_host_exec 0 env $(omx_env 0) timeout 120 "$OMX_BUILD/tools/omx_perf" \
-	-d "${OMX_HOSTNAME[1]}:0" -S 4194304 -E 4194305 -N 20 -W 2 -U
-wait "$srv"
-counters counters-oneway
+oneway counters-oneway 4194304 20
 check "one way: the receiver's pulls stayed whole ($(omx_counter "$TMP/counters-oneway1" "Recv Pull Reply") replies, $(omx_counter "$TMP/counters-oneway1" "Split Receive Lane Switches") switches)" \
 	cond '[ "$(omx_counter "$TMP/counters-oneway1" "Recv Pull Reply")" -gt 0 ] &&
 	      [ "$(omx_counter "$TMP/counters-oneway1" "Split Receive Lane Switches")" = 0 ] &&
@@ -117,14 +121,7 @@ placed=$(($(omx_counter "$TMP/counters-medauto0" "Split Receive Placed Bytes") +
 check "both ways: mediums moved to the split lane ($(omx_counter "$TMP/counters-medauto0" "Split Receive Lane Switches") and $(omx_counter "$TMP/counters-medauto1" "Split Receive Lane Switches") switches, $placed bytes placed, $(omx_counter "$TMP/counters-medauto1" "Recv Pull Reply") pull replies)" \
 	cond '[ "$placed" -gt $((65503 * ($(omx_counter "$TMP/counters-medauto0" "Recv Pull Reply") + $(omx_counter "$TMP/counters-medauto1" "Recv Pull Reply")))) ] &&
 	      [ "$(omx_counter "$TMP/counters-medauto0" "Split Receive Lane Switches")" -gt 0 ]'
-clear_counters
-omx_host_exec 1 env $(omx_env 1) timeout 120 "$OMX_BUILD/tools/omx_perf" >"$TMP/medoneway.srv" 2>&1 &
-srv=$!
-omx_wait_line '^Starting receiver' "$TMP/medoneway.srv" 200 "$srv"
-check "one way: 128 KiB mediums streamed" omx_host_exec 0 env $(omx_env 0) timeout 120 "$OMX_BUILD/tools/omx_perf" \
-	-d "${OMX_HOSTNAME[1]}:0" -S 131072 -E 131073 -N 200 -W 2 -U
-wait "$srv"
-counters counters-medoneway
+oneway counters-medoneway 131072 200
 check "one way: the receiver's mediums stayed whole ($(omx_counter "$TMP/counters-medoneway1" "Recv Medium Frag") fragments, $(omx_counter "$TMP/counters-medoneway1" "Split Receive Lane Switches") switches)" \
 	cond '[ "$(omx_counter "$TMP/counters-medoneway1" "Recv Medium Frag")" -ge 600 ] &&
 	      [ "$(omx_counter "$TMP/counters-medoneway1" "Split Receive Lane Switches")" = 0 ] &&

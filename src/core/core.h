@@ -496,7 +496,7 @@ omx_return_t omx__error(struct omx_endpoint *ep, omx_return_t code, const char *
 	__attribute__((format(printf, 3, 4)));
 omx_return_t omx__error_global(omx_return_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* endpoint.c */
+/* wait.c (the pass, the waits) and endpoint.c */
 void omx__progress(struct omx_endpoint *ep);
 /* The same, right after the caller's omx__ep_clock: even the coarse clock's read is ~5 ns of a
  * same-host send, so a send reads it once (bench/self_pingpong). */

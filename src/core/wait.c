@@ -1,0 +1,230 @@
+/*
+ * wait.c - the progression pass over an endpoint's rings and timers, and blocking waits.
+ *
+ * Waiting: among the threads blocked on one endpoint, one (the "poller") sleeps in poll() on the
+ * transport's descriptors and the endpoint's eventfd, the others sleep on a condition variable.
+ * Whenever the poller wakes it progresses and broadcasts; any thread whose progress completes
+ * requests broadcasts too and kicks the eventfd so a sleeping poller re-checks. No call spins
+ * longer than its budget (OMX_SPIN_US) unless OMX_WAITSPIN=1.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "core/counters.h"
+
+/* ---- progression ---- */
+
+void omx__notify_waiters(struct omx_endpoint *ep)
+{
+	/* Completions are waited for on ep->cond only inside omx__wait (counted in app_waiters,
+	 * under the lock we hold); the other waiter, omx_disable_progression, waits for the
+	 * unexpected handler, whose end broadcasts itself. */
+	if (ep->app_waiters)
+		pthread_cond_broadcast(&ep->cond);
+	if (ep->poller_active) {
+		uint64_t one = 1;
+		(void)!write(ep->event_fd, &one, sizeof(one));
+	}
+}
+
+#define OMX_RESPONDER_POLL_NS 20000ull
+
+static void progress_pass(struct omx_endpoint *ep, uint64_t now)
+{
+	uint64_t c0 = ep->completions;
+	omx__debug_check(ep);
+	if (!omx_list_empty(&ep->self_deferred))
+		omx__self_deferred_drain(ep);
+	if (!ep->in_thread_progress)
+		__atomic_store_n(&ep->last_app_ns, now, __ATOMIC_RELAXED);
+	while (ep->local_nack_count) {
+		uint8_t f[OMX_FRAME_MIN];
+		memcpy(f, ep->local_nacks[--ep->local_nack_count], sizeof(f));
+		omx__recv_frame(ep, f, sizeof(f));
+	}
+	for (int i = 0; i < 16; i++)
+		if (ep->net->ops->recv_burst(ep->net, omx__recv_frame, ep, 64) < 64)
+			break;
+	for (int i = 0; ep->local && i < 16; i++)
+		if (ep->local->ops->recv_burst(ep->local, omx__recv_frame_local, ep, 64) < 64)
+			break;
+	if (ep->coop_exports)
+		omx__shared_coop_serve(ep);
+	/* Every timer is milliseconds long and compared with now_ns, which moves at most every
+	 * OMX_CLOCK_POLLS passes: a pass with the same now_ns as the last look finds nothing newly
+	 * due (a busy-polling pass is mostly this section otherwise). */
+	if (now == ep->timers_ns && !ep->acks_now)
+		goto timers_done;
+	ep->timers_ns = now;
+	ep->acks_now = 0;
+	omx__resend_due(ep, now);
+	omx__connect_resend_due(ep, now);
+	omx__pull_timers(ep, now);
+	if (ep->lane_split)
+		omx__lane_timer(ep, now);
+	omx__send_acks(ep, now);
+	if (now >= ep->next_host_query_check) {
+		ep->next_host_query_check = now + 100000000ull;
+		omx__host_queries_due(ep, now);
+	}
+	if (now >= ep->next_responder_ns) {
+		/* Frames to closed endpoints of the board: not latency-critical, and a lock shared by
+		 * all endpoints of the process, so not on every poll. */
+		ep->next_responder_ns = now + OMX_RESPONDER_POLL_NS;
+		omx__responder_progress(ep, now);
+	}
+	if (ep->local && now >= ep->next_shared_check)
+		omx__shared_check_partners(ep, now);
+timers_done:
+	if (ep->completions != c0)
+		omx__notify_waiters(ep);
+}
+
+void omx__progress(struct omx_endpoint *ep)
+{
+	if (ep->progression_disabled || ep->in_handler)
+		return;
+	progress_pass(ep, omx__ep_clock(ep));
+}
+
+void omx__progress_clocked(struct omx_endpoint *ep)
+{
+	if (ep->progression_disabled || ep->in_handler)
+		return;
+	progress_pass(ep, ep->now_ns);
+}
+
+uint64_t omx__next_timer(struct omx_endpoint *ep)
+{
+	uint64_t t = UINT64_MAX;
+	union omx_request *r;
+	r = (union omx_request *)omx_list_first(&ep->resend_list, omx_req_t, timer_elt);
+	if (r && r->s.last_send_ns + omx__cfg.resend_delay_ns < t)
+		t = r->s.last_send_ns + omx__cfg.resend_delay_ns;
+	r = (union omx_request *)omx_list_first(&ep->connect_list, omx_req_t, timer_elt);
+	if (r && r->s.last_send_ns + omx__cfg.resend_delay_ns < t)
+		t = r->s.last_send_ns + omx__cfg.resend_delay_ns;
+	struct omx_partner *p = omx_list_first(&ep->ack_list, struct omx_partner, ack_elt);
+	if (p)
+		t = p->ack_state == 2 ? 0 : (p->ack_since_ns + omx__cfg.ack_delay_ns < t ? p->ack_since_ns + omx__cfg.ack_delay_ns : t);
+	uint64_t pt = omx__pull_next_deadline(ep);
+	if (pt && pt < t)
+		t = pt;
+	if (ep->net->ops->next_deadline) {
+		uint64_t nt = ep->net->ops->next_deadline(ep->net);
+		if (nt && nt < t)
+			t = nt;
+	}
+	return t;
+}
+
+void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
+{
+	uint64_t now = omx_now_ns();
+	int ms = until == UINT64_MAX ? -1 : (until <= now ? 0 : (int)((until - now + 999999) / 1000000));
+	if (ms > 1000 || ms < 0)
+		ms = 1000; /* bounded: signals and changes of configuration are noticed */
+	struct pollfd fds[4] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
+				 { ep->local ? ep->local->fd : -1, POLLIN, 0 }, { ep->net->fd2, POLLIN, 0 } };
+	if (ep->local && ep->local->ops->prepare_sleep && ep->local->ops->prepare_sleep(ep->local, 1, 0))
+		ms = 0; /* frames already in our shared-memory ring */
+	ep->poller_active = 1;
+	pthread_mutex_unlock(&ep->lock);
+	/* poll(), not an epoll set kept per endpoint: an epoll entry stays on each socket's wait
+	 * queue, so every frame received while we are awake ran its wake-up callback (blocking
+	 * 4 MiB streams lost ~8%, docs/performance.md stop 27). */
+	int r = poll(fds, 4, ms);
+	int intr = r < 0 && errno == EINTR;
+	if (r > 0 && (fds[1].revents & POLLIN)) {
+		uint64_t v;
+		(void)!read(ep->event_fd, &v, sizeof(v));
+	}
+	/* A pending socket error (ENETDOWN after the link went down) keeps poll() returning until
+	 * it is read: read it, or every later sleep would be a busy loop. */
+	for (int i = 0; i < 4; i++)
+		if (r > 0 && i != 1 && (fds[i].revents & POLLERR)) {
+			int err = 0;
+			socklen_t len = sizeof(err);
+			(void)getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+			omx__verbose("endpoint %u: socket error %s\n", ep->endpoint_index, strerror(err));
+		}
+	pthread_mutex_lock(&ep->lock);
+	ep->poller_active = 0;
+	if (ep->local && ep->local->ops->prepare_sleep)
+		ep->local->ops->prepare_sleep(ep->local, 0, r < 0 || (fds[2].revents & (POLLIN | POLLERR)));
+	if (intr && omx__cfg.waitintr && !ep->poller_is_thread)
+		ep->intr_gen++; /* OMX_WAITINTR: the signal ends the waits (as if they timed out) */
+	pthread_cond_broadcast(&ep->cond);
+}
+
+static void sleep_as_follower(struct omx_endpoint *ep, uint64_t until)
+{
+	struct timespec ts;
+	uint64_t t = until == UINT64_MAX ? omx_now_ns() + 1000000000ull : until;
+	ts.tv_sec = (time_t)(t / 1000000000ull);
+	ts.tv_nsec = (long)(t % 1000000000ull);
+	pthread_cond_timedwait(&ep->cond, &ep->lock, &ts);
+}
+
+/*
+ * A large message moves in steps (RNDV, PULL, blocks of replies, NOTIFY), each a frame the other
+ * side answers within microseconds while it is awake. A waiter that slept between steps paid a
+ * wake-up per step (30-40 us on these VMs): with OMX_SPIN_US=0 a 64 KiB ping-pong at MTU 9000 took
+ * 154 us against 25 us when spinning, and TCP's 91 us. So while one of our large transfers is in
+ * flight and its last step is recent, keep polling (OMX_XFER_SPIN_US, 0: off). Mediums gained
+ * nothing from the same rule (their fragments come back to back, one wake-up sees them all).
+ */
+static int xfer_moving(struct omx_endpoint *ep, uint64_t now)
+{
+	return (ep->large_sends || !omx_list_empty(&ep->pull_list)) && now - ep->xfer_active_ns < omx__cfg.xfer_spin_ns;
+}
+
+int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_t timeout_ms)
+{
+	uint64_t start = omx_now_ns();
+	uint64_t deadline = timeout_ms == OMX_TIMEOUT_INFINITE ? UINT64_MAX : start + omx__ms_to_ns(timeout_ms);
+	uint64_t spin_end = start + (uint64_t)omx__cfg.spin_us * 1000u;
+	uint64_t wgen = ep->wakeup_gen, igen = ep->intr_gen;
+	int slept = 0;
+
+	for (;;) {
+		if (cond(ep, arg)) {
+			omx__count(ep->board, slept ? OMX_C_X_WAIT_SLEEP : OMX_C_X_WAIT_SPIN);
+			return 1;
+		}
+		if (ep->wakeup_gen != wgen || ep->intr_gen != igen || ep->closing)
+			return 0;
+		uint64_t now = omx_now_ns();
+		if (now >= deadline)
+			return 0;
+		if (omx__cfg.waitspin || now < spin_end || ep->in_handler || xfer_moving(ep, now)) {
+			/* Let other threads in between polls. */
+			pthread_mutex_unlock(&ep->lock);
+			sched_yield();
+			pthread_mutex_lock(&ep->lock);
+		} else {
+			uint64_t until = omx__next_timer(ep);
+			if (deadline < until)
+				until = deadline;
+			if (ep->poller_active && ep->poller_is_thread) {
+				/* The progress thread sleeps in poll(): ask it to hand the role over, so
+				 * the application thread wakes directly on its own frames. */
+				uint64_t one = 1;
+				(void)!write(ep->event_fd, &one, sizeof(one));
+			}
+			ep->app_waiters++;
+			slept = 1;
+			if (ep->poller_active)
+				sleep_as_follower(ep, until);
+			else
+				omx__sleep_as_poller(ep, until);
+			ep->app_waiters--;
+		}
+		omx__progress(ep);
+	}
+}

@@ -145,6 +145,16 @@ check "mediums of 32-128 KiB over the same loss and duplication, their fragments
 	pair lossy-medsplit -n "$(omx_scale 400)" -l 32769 -m 131072 -w 4
 lost1=$(($(omx_nft_count 0 loss) + $(omx_nft_count 1 loss)))
 check "the loss rule dropped frames of those mediums ($((lost1 - lost0)))" test $((lost1 - lost0)) -gt 0
+# The defaults there (OMX_RX_SPLIT=auto, OMX_RX_SPLIT_MEDIUM=auto): the lanes switch while frames
+# are lost and duplicated (a frame caught by both sockets during a switch is a duplicate).
+ENVS=(OMX_RESEND_DELAY_MS=40 OMX_PULL_RESEND_MS=80)
+clear_counters
+check "mediums of 32-256 KiB and large messages over the same loss and duplication, default split lanes (MTU 65535)" \
+	pair lossy-auto -n "$(omx_scale 400)" -l 32769 -m 1048576 -w 4
+counters counters-lossyauto
+check "the lanes switched under loss ($(omx_counter "$TMP/counters-lossyauto0" "Split Receive Lane Switches") and $(omx_counter "$TMP/counters-lossyauto1" "Split Receive Lane Switches") switches)" \
+	cond '[ "$(omx_counter "$TMP/counters-lossyauto0" "Split Receive Lane Switches")" -gt 0 ] ||
+	      [ "$(omx_counter "$TMP/counters-lossyauto1" "Split Receive Lane Switches")" -gt 0 ]'
 omx_netns_set_mtu 9000
 check "the loss rule dropped frames" test "$(omx_nft_count 1 loss)" -gt 100
 omx_nft_clear 0; omx_nft_clear 1

@@ -187,10 +187,18 @@ static void show_config(void)
 	else
 		printf("  OMX_RX_RING_KB = auto (%u slots of the MTU, at most %llu KiB)\n", OMX_RX_RING_AUTO_SLOTS,
 		       OMX_RX_RING_AUTO_MAX >> 10);
-	if (c->rx_pull_split)
+	if (c->rx_split_auto)
+		printf("  OMX_RX_SPLIT = auto (pull replies read split while traffic goes both ways, on interfaces of "
+		       "MTU %u or more)\n", OMX_RX_SPLIT_AUTO_MTU);
+	else if (c->rx_pull_split)
 		printf("  OMX_RX_SPLIT = pull\n");
 	else
 		printf("  OMX_RX_SPLIT = %" PRIu32 "%s\n", c->rx_split, c->rx_split ? "" : " (off)");
+	if (c->rx_medium_split_auto)
+		printf("  OMX_RX_SPLIT_MEDIUM = auto (%u with OMX_RX_SPLIT=auto over medium fragments of %u bytes or more, "
+		       "else none)\n", OMX_RX_SPLIT_MEDIUM_AUTO, OMX_RNDV_JUMBO64_FRAG);
+	else
+		printf("  OMX_RX_SPLIT_MEDIUM = %" PRIu32 "%s\n", c->rx_medium_split, c->rx_medium_split ? "" : " (none)");
 	if (c->shared_ring_kb)
 		printf("  OMX_SHARED_RING_KB = %" PRIu32 "\n", c->shared_ring_kb);
 	else

@@ -303,6 +303,8 @@ check "config file: value from the file, source file" \
 check "config file: the environment overrides it" grep -qx "  OMX_SPIN_US=9 (env)" "$TMP/out"
 check "omx_info -v says which same-host mode is in force" \
 	grep -qE "^Shared communication: shared-memory rings, (single|two)-copy large messages" "$TMP/out"
+check "omx_info names the split-receive defaults (auto), not off" \
+	cond 'grep -q "^  OMX_RX_SPLIT = auto (" "$TMP/out" && grep -q "^  OMX_RX_SPLIT_MEDIUM = auto (32768 " "$TMP/out"'
 check "config file: untouched knobs are defaults" \
 	cond 'grep -qx "  OMX_MTU=0 (default)" "$TMP/out" && grep -qx "  OMX_WIRE_MODE=extended (default)" "$TMP/out" && grep -qx "  OMX_PEERS=$PEERS (env)" "$TMP/out"'
 NKNOBS=$(grep -cE '^  OMX_[A-Z_]+=.* \((default|file|env)\)$' "$TMP/out")

@@ -482,11 +482,11 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 {
 	uint32_t len = r->s.total_len;
 	uint32_t threshold = same_host(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__rndv_threshold(&ep->wp);
-	if (threshold > ep->wp.medium_max) { /* same-host partners' mediums may be larger (wire.c) */
-		uint32_t medium_max = omx__wp_for(ep, r->s.partner->mac)->medium_max;
-		if (threshold > medium_max)
-			threshold = medium_max;
-	}
+	/* The parameters the medium will be cut with (omx__send_sequenced): same-host mediums may be
+	 * larger or smaller than the interface's (wire.c: 32 KiB fragments whatever the MTU). */
+	uint32_t medium_max = omx__wp_for(ep, r->s.partner->mac)->medium_max;
+	if (threshold > medium_max)
+		threshold = medium_max;
 	if (synchronous || len > threshold) {
 		r->s.type = OMX_REQ_SEND_LARGE;
 		return OMX_SUCCESS;

@@ -671,6 +671,9 @@ uint64_t omx__pull_next_deadline(struct omx_endpoint *ep);
 
 /* responder.c: NACKs for closed endpoints of a board */
 void omx__responder_progress(struct omx_endpoint *ep, uint64_t now);
+/* From an endpoint's progress thread (no endpoint lock held): the filter's open set every 100 ms
+ * (it sleeps for an RCU grace period, responder.c). */
+void omx__responder_refresh(uint32_t board_index);
 void omx__responder_release(uint32_t board_index);
 /* For a process without endpoints (omxd): take the responder role of every attached board that
  * nobody holds, answer what is pending, and give the sockets to sleep on (returns their count). */

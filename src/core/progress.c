@@ -108,6 +108,7 @@ static void *progress_main(void *arg)
 	sched_batch(&ps, 1);
 	uint64_t spacing = idle; /* the checks' spacing while the application keeps coming back */
 	for (;;) {
+		omx__responder_refresh(ep->board_index); /* no endpoint lock held */
 		/* The application progressed recently: it is here, stay out of its way (no lock). */
 		uint64_t since = omx_now_ns() - __atomic_load_n(&ep->last_app_ns, __ATOMIC_RELAXED);
 		if (since < idle) {

@@ -8,7 +8,12 @@
  * open, and answers them with NACK_LIB / NACK_MCP (BAD_ENDPT beyond the endpoint range,
  * ENDPT_CLOSED otherwise). The open set comes from the slot lock files (their flocks, read from
  * /proc/locks); the filter is refreshed every 100 ms and the set re-read before every NACK, so a
- * freshly opened endpoint is never NACKed. The role moves to another process when the holder
+ * freshly opened endpoint is never NACKed. Reading /proc/locks takes the kernel's file-lock
+ * semaphore for writing, which waits for an RCU grace period: 8-24 ms on these VMs, during which
+ * the reader sleeps. Done in the progression pass it stalled the application's traffic that long
+ * every 100 ms (0-64 B half round trips 10-20% slower on average, docs/performance.md stop 30), so
+ * the periodic refresh belongs to the endpoints' progress threads, which hold no endpoint lock
+ * (the pass only try-locks the responder); without them the pass refreshes once a second. The role moves to another process when the holder
  * closes its last endpoint on the board or dies. Runs in any endpoint's progression.
  */
 #include <fcntl.h>
@@ -24,6 +29,8 @@
 #include "core/testhooks.h"
 
 #define NACKS_PER_SECOND 2000
+#define REFRESH_NS 100000000ull           /* the filter's open set, from a progress thread or omxd */
+#define REFRESH_IN_PASS_NS 1000000000ull  /* ... from the application's pass, without threads */
 
 struct omx_responder {
 	pthread_mutex_t lock;
@@ -195,7 +202,8 @@ static void responder_rx(void *arg, const uint8_t *frame, size_t len)
 	send_nack(c->r, c->b, &pkt, &n);
 }
 
-static void progress_board(struct omx_board *b, uint32_t board_index, uint64_t now)
+/* refresh_ns: the open set's refresh period here, 0 for none (a progress thread does it). */
+static void progress_board(struct omx_board *b, uint32_t board_index, uint64_t now, uint64_t refresh_ns)
 {
 	pthread_once(&responders_once, responders_init);
 	struct omx_responder *r = &responders[board_index];
@@ -206,8 +214,8 @@ static void progress_board(struct omx_board *b, uint32_t board_index, uint64_t n
 		try_acquire(r, b);
 	}
 	if (r->net) {
-		if (now >= r->next_refresh_ns) {
-			r->next_refresh_ns = now + 100000000ull;
+		if (refresh_ns && now >= r->next_refresh_ns) {
+			r->next_refresh_ns = now + refresh_ns;
 			refresh(r, b);
 		}
 		struct rx_ctx c = { r, b };
@@ -220,7 +228,25 @@ void omx__responder_progress(struct omx_endpoint *ep, uint64_t now)
 {
 	if (omx__test_memnet() || ep->board_index >= OMX_BOARD_MAX)
 		return;
-	progress_board(ep->board, ep->board_index, now);
+	progress_board(ep->board, ep->board_index, now, ep->progress_started ? 0 : REFRESH_IN_PASS_NS);
+}
+
+void omx__responder_refresh(uint32_t board_index)
+{
+	if (omx__test_memnet() || board_index >= OMX_BOARD_MAX)
+		return;
+	pthread_once(&responders_once, responders_init);
+	struct omx_responder *r = &responders[board_index];
+	struct omx_board *b = omx__board(board_index);
+	uint64_t now = omx_now_ns();
+	/* Held only briefly by the passes (and by a refresh elsewhere): look again at the next wake-up. */
+	if (!b || pthread_mutex_trylock(&r->lock) != 0)
+		return;
+	if (r->net && now >= r->next_refresh_ns) {
+		r->next_refresh_ns = now + REFRESH_NS;
+		refresh(r, b);
+	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 unsigned omx__responder_serve(int *fds, unsigned max_fds)
@@ -235,7 +261,7 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds)
 		struct omx_board *b = omx__board(i);
 		if (!b)
 			continue;
-		progress_board(b, i, now);
+		progress_board(b, i, now, REFRESH_NS);
 		struct omx_responder *r = &responders[i];
 		pthread_mutex_lock(&r->lock);
 		if (r->net && n < max_fds)

@@ -13,8 +13,8 @@
  * the reader sleeps. Done in the progression pass it stalled the application's traffic that long
  * every 100 ms (0-64 B half round trips 10-20% slower on average, docs/performance.md stop 30), so
  * the periodic refresh belongs to the endpoints' progress threads, which hold no endpoint lock
- * (the pass only try-locks the responder); without them the pass refreshes once a second. The role moves to another process when the holder
- * closes its last endpoint on the board or dies. Runs in any endpoint's progression.
+ * (the pass only try-locks the responder); without them the pass refreshes once a second. The
+ * role moves to another process when the holder closes its last endpoint on the board or dies. Runs in any endpoint's progression.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -130,7 +130,8 @@ static void try_acquire(struct omx_responder *r, struct omx_board *b)
 	}
 	r->role_fd = fd;
 	r->nopen = 0;
-	refresh(r, b);
+	refresh(r, b); /* now: until then the filter takes every NACKable frame */
+	r->next_refresh_ns = omx_now_ns() + REFRESH_NS;
 	omx__verbose("board %u: this process answers NACKs for closed endpoints\n", b->index);
 }
 
@@ -203,6 +204,15 @@ static void responder_rx(void *arg, const uint8_t *frame, size_t len)
 }
 
 /* refresh_ns: the open set's refresh period here, 0 for none (a progress thread does it). */
+/* The open set again if period_ns has passed since the last look. r->lock held. */
+static void refresh_due(struct omx_responder *r, const struct omx_board *b, uint64_t now, uint64_t period_ns)
+{
+	if (!r->net || now < r->next_refresh_ns)
+		return;
+	r->next_refresh_ns = now + period_ns;
+	refresh(r, b);
+}
+
 static void progress_board(struct omx_board *b, uint32_t board_index, uint64_t now, uint64_t refresh_ns)
 {
 	pthread_once(&responders_once, responders_init);
@@ -214,10 +224,8 @@ static void progress_board(struct omx_board *b, uint32_t board_index, uint64_t n
 		try_acquire(r, b);
 	}
 	if (r->net) {
-		if (refresh_ns && now >= r->next_refresh_ns) {
-			r->next_refresh_ns = now + refresh_ns;
-			refresh(r, b);
-		}
+		if (refresh_ns)
+			refresh_due(r, b, now, refresh_ns);
 		struct rx_ctx c = { r, b };
 		r->net->ops->recv_burst(r->net, responder_rx, &c, 32);
 	}
@@ -242,10 +250,7 @@ void omx__responder_refresh(uint32_t board_index)
 	/* Held only briefly by the passes (and by a refresh elsewhere): look again at the next wake-up. */
 	if (!b || pthread_mutex_trylock(&r->lock) != 0)
 		return;
-	if (r->net && now >= r->next_refresh_ns) {
-		r->next_refresh_ns = now + REFRESH_NS;
-		refresh(r, b);
-	}
+	refresh_due(r, b, now, REFRESH_NS);
 	pthread_mutex_unlock(&r->lock);
 }
 

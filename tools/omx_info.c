@@ -196,7 +196,7 @@ static void show_config(void)
 		printf("  OMX_RX_SPLIT = %" PRIu32 "%s\n", c->rx_split, c->rx_split ? "" : " (off)");
 	if (c->rx_medium_split_auto)
 		printf("  OMX_RX_SPLIT_MEDIUM = auto (%u with OMX_RX_SPLIT=auto over medium fragments of %u bytes or more, "
-		       "else none)\n", OMX_RX_SPLIT_MEDIUM_AUTO, OMX_RNDV_JUMBO64_FRAG);
+		       "else none)\n", OMX_RX_SPLIT_MEDIUM_AUTO, OMX_WIRE_FRAG_WHOLE_MIN);
 	else
 		printf("  OMX_RX_SPLIT_MEDIUM = %" PRIu32 "%s\n", c->rx_medium_split, c->rx_medium_split ? "" : " (none)");
 	if (c->shared_ring_kb)

@@ -361,9 +361,9 @@ struct omx_region {
 #define OMX_RX_SPLIT_AUTO_MTU 32768u
 /* ...and a pull takes the split lane when this side sent pull replies this recently. */
 #define OMX_LANE_RECENT_NS 10000000ull
-/* OMX_RX_SPLIT_MEDIUM=auto: over fragments of nearly 64 KiB (OMX_RNDV_JUMBO64_FRAG), the split lane
- * also takes the fragments of mediums longer than this (a 32 KiB medium, one frame, read split
- * cost a system call more than the copy it saved: docs/performance.md stop 30). */
+/* OMX_RX_SPLIT_MEDIUM=auto: over fragments that fill the frame (OMX_WIRE_FRAG_WHOLE_MIN), the
+ * split lane also takes the fragments of mediums longer than this (a 32 KiB medium, one frame,
+ * read split cost a system call more than the copy it saved: docs/performance.md stop 30). */
 #define OMX_RX_SPLIT_MEDIUM_AUTO 32768u
 
 struct omx_endpoint {
@@ -547,12 +547,11 @@ void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int cou
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* send.c: the largest eager message to remote peers over an interface of these wire parameters:
  * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over fragments of 32 KiB
- * or more, OMX_RNDV_THRESHOLD_JUMBO64 over fragments of nearly 64 KiB (a 256 KiB medium is 5
- * frames there, and beat the rendezvous's two extra trips: docs/performance.md stop 30), else
- * 32768. */
+ * or more, OMX_RNDV_THRESHOLD_JUMBO64 over fragments that fill the frame (OMX_WIRE_FRAG_WHOLE_MIN
+ * or more: at MTU 65535 a 256 KiB medium is 5 frames, and beat the rendezvous's two extra trips,
+ * docs/performance.md stop 30), else 32768. */
 #define OMX_RNDV_THRESHOLD_JUMBO 131072u
 #define OMX_RNDV_THRESHOLD_JUMBO64 262144u
-#define OMX_RNDV_JUMBO64_FRAG 49152u
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp);
 /* pull.c: OMX_RX_SPLIT=auto, this endpoint sent bulk data (pull replies, large mediums) to the
  * network at ep->now_ns: the split lane, if not there already. */

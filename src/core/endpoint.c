@@ -234,7 +234,7 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 		o.rx_medium_split = ep->wp.mode == OMX_WIRE_EXTENDED ? omx__cfg.rx_medium_split : 0;
 		if (omx__cfg.rx_medium_split_auto)
 			o.rx_medium_split = o.rx_pull_adaptive && ep->wp.mode == OMX_WIRE_EXTENDED &&
-						    ep->wp.medium_frag_max >= OMX_RNDV_JUMBO64_FRAG ?
+						    ep->wp.medium_frag_max >= OMX_WIRE_FRAG_WHOLE_MIN ?
 						    OMX_RX_SPLIT_MEDIUM_AUTO : 0;
 		ep->net = omx_net_packet_open(ep->board->iface.name, (uint8_t)ep->endpoint_index, &o, &err);
 		ep->pkt = ep->net;

@@ -461,7 +461,7 @@ void omx__self_deferred_drain(struct omx_endpoint *ep)
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp)
 {
 	uint32_t t = !omx__cfg.rndv_auto ? omx__cfg.rndv_threshold :
-		     wp->medium_frag_max >= OMX_RNDV_JUMBO64_FRAG ? OMX_RNDV_THRESHOLD_JUMBO64 :
+		     wp->medium_frag_max >= OMX_WIRE_FRAG_WHOLE_MIN ? OMX_RNDV_THRESHOLD_JUMBO64 :
 		     wp->medium_frag_max >= 32768 ? OMX_RNDV_THRESHOLD_JUMBO : omx__cfg.rndv_threshold;
 	return t < wp->medium_max ? t : wp->medium_max;
 }

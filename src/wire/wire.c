@@ -16,7 +16,6 @@
 #define EXT_FRAGS_MAX 32u
 #define EXT_BLOCK_REPLIES 32u
 #define EXT_FRAG_CAP 32768u
-#define EXT_FRAG_WHOLE_MIN 49152u /* from here, fragments fill the frame (64-byte multiples) */
 #define MEDIUM_OVERHEAD 48u     /* head + medium body header */
 #define PULL_REPLY_OVERHEAD 32u /* head + pull reply body header */
 
@@ -33,7 +32,7 @@ static uint32_t ext_frag_max(uint32_t mtu)
 
 	if (p <= 4096)
 		return p;
-	if (p >= EXT_FRAG_WHOLE_MIN)
+	if (p >= OMX_WIRE_FRAG_WHOLE_MIN)
 		return p & ~63u;
 	while (f * 2 <= p && f * 2 <= EXT_FRAG_CAP)
 		f *= 2;

@@ -116,6 +116,8 @@ struct omx_wire_params {
  * Returns 0, or -1 if the MTU is outside [OMX_WIRE_MTU_MIN, OMX_WIRE_MTU_MAX] or too small.
  */
 int omx_wire_params_init(struct omx_wire_params *p, enum omx_wire_mode mode, uint32_t mtu);
+/* Extended mode: from this P (MTU 49200), medium fragments fill the frame (64-byte multiples). */
+#define OMX_WIRE_FRAG_WHOLE_MIN 49152u
 /* The parameters of frames between endpoints of one host, which never cross an Ethernet link: the
  * extended mode's medium fragments are OMX_WIRE_LOCAL_FRAG (and mtu grows to carry them)
  * whatever the interface MTU; everything else, and the compatible mode, as in wp. Their decoding

@@ -48,6 +48,70 @@ static void send_connect_request(struct omx_endpoint *ep, union omx_request *r)
 	omx_list_add_tail(&ep->connect_list, &r->s.timer_elt);
 }
 
+/* ---- liveness of partners owing NOTIFYs ---- */
+
+/*
+ * A large send is acked when its RNDV arrives, then waits for the NOTIFY for as long as the
+ * receiver takes to match it: no resend timer runs, and a receiver that died meanwhile left its
+ * sender waiting for ever (a vanished host sends no NACK). So a remote partner that owes NOTIFYs
+ * and has sent us nothing for two resend delays gets a probe: a connect request in our current
+ * session, the handshake mx_connect makes to a connected peer, which a live endpoint answers
+ * without changing its state (with the key of our last connect to it; a wrong or unknown key is
+ * answered too, refused, and an answer is all we need). A closed endpoint is NACKed by its host's
+ * responder, a restarted one answers with its new session (the partner is then reset as for any
+ * new instance), and a vanished host does not answer: after the resend budget (OMX_RESENDS_MAX x
+ * OMX_RESEND_DELAY_MS) the partner is reset as unreachable. Either way the waiting sends fail
+ * with that status. Same-host partners are watched through their rings instead (shared.c).
+ */
+static void probe_failed(struct omx_partner *p, omx_return_t status)
+{
+	p->probe = NULL;
+	omx__verbose("partner %012llx endpoint %u owes NOTIFYs and %s: failing what waits for it\n",
+		     (unsigned long long)p->nic_id, p->endpoint_index,
+		     status == OMX_REMOTE_ENDPOINT_UNREACHABLE ? "does not answer" : "refused our probe");
+	omx__partner_reset(p, status, OMX_RESET_NEW_SESNUM);
+}
+
+static omx_return_t start_connect(struct omx_endpoint *ep, uint64_t nic_id, uint32_t endpoint_id, uint32_t key,
+				  uint64_t match, void *context, union omx_request **out, int internal);
+
+static void probe(struct omx_endpoint *ep, struct omx_partner *p)
+{
+	union omx_request *r;
+	if (start_connect(ep, p->nic_id, p->endpoint_index, p->app_key, 0, NULL, &r, 1) != OMX_SUCCESS)
+		return; /* no request left: tried again at the next look */
+	/* Nobody collects it: freed when it completes. */
+	r->s.state |= OMX_RS_COLLECTED;
+	omx_list_del(&r->s.done_elt);
+	if (r->s.state & OMX_RS_DONE) {
+		omx__req_maybe_free(r);
+		return;
+	}
+	r->s.u.connect.probe = 1;
+	p->probe = r;
+}
+
+void omx__notify_watch(struct omx_endpoint *ep, uint64_t now)
+{
+	uint64_t quiet = 2 * omx__cfg.resend_delay_ns;
+	ep->next_notify_watch = now + omx__cfg.resend_delay_ns / 2;
+	if (!ep->large_sends)
+		return;
+	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
+		struct omx_peer *peer = omx__peer(i);
+		if (!peer || peer->local_board >= 0 || !ep->partners[i])
+			continue;
+		for (uint32_t e = 0; e < omx__cfg.endpoint_max; e++) {
+			struct omx_partner *p = ep->partners[i][e];
+			if (!p || p->is_self || p->probe || omx_list_empty(&p->need_notify) ||
+			    p->true_session == OMX_SESSION_UNKNOWN || now - p->last_heard_ns < quiet)
+				continue;
+			omx__count(ep->board, OMX_C_X_NOTIFY_PROBES);
+			probe(ep, p);
+		}
+	}
+}
+
 void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now)
 {
 	union omx_request *r;
@@ -55,10 +119,14 @@ void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now)
 		if (now < r->s.last_send_ns + omx__cfg.resend_delay_ns)
 			break;
 		if (r->s.resends >= r->s.resends_max) {
+			struct omx_partner *p = r->s.partner;
+			int probe = r->s.u.connect.probe;
 			omx_list_del(&r->s.timer_elt);
 			omx_list_del(&r->s.queue_elt);
 			omx__req_complete(r, OMX_REMOTE_ENDPOINT_UNREACHABLE);
 			omx__req_clear(r, OMX_RS_NEED_REPLY);
+			if (probe)
+				probe_failed(p, OMX_REMOTE_ENDPOINT_UNREACHABLE);
 			continue;
 		}
 		r->s.resends++;
@@ -162,6 +230,10 @@ static void handle_reply(struct omx_endpoint *ep, struct omx_partner *p, const s
 		p->wire_mtu = c->ext_present ? c->ext_mtu : 0;
 	}
 	omx__partner_to_addr(p, &r->s.status.addr);
+	if (r->s.u.connect.probe) /* answered: alive (a new instance was reset above) */
+		p->probe = NULL;
+	else if (code == OMX_SUCCESS)
+		p->app_key = r->s.u.connect.key;
 	omx__req_complete(r, code);
 	omx__req_clear(r, OMX_RS_NEED_REPLY);
 }
@@ -182,8 +254,11 @@ void omx__handle_connect(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	struct omx_partner *p = omx__partner_get(ep, (uint32_t)idx, pkt->u.connect.src_endpoint);
 	if (!p)
 		return;
+	p->last_heard_ns = ep->now_ns;
 	if (pkt->u.connect.is_reply)
 		handle_reply(ep, p, pkt);
+	else if (ep->refusing)
+		omx__count(ep->board, OMX_C_X_REFUSED_CLOSING); /* retried; answered by the responder later */
 	else
 		handle_request(ep, p, pkt);
 }
@@ -239,10 +314,13 @@ void omx__handle_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	}
 	union omx_request *c = (union omx_request *)omx_list_first(&p->connects, omx_req_t, queue_elt);
 	if (c) {
+		int probe = c->s.u.connect.probe;
 		omx_list_del(&c->s.queue_elt);
 		omx_list_del(&c->s.timer_elt);
 		omx__req_complete(c, status);
 		omx__req_clear(c, OMX_RS_NEED_REPLY);
+		if (probe)
+			probe_failed(p, status);
 	}
 }
 

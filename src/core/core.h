@@ -292,6 +292,7 @@ union omx_request {
 			} recv;
 			struct {
 				uint8_t connect_seqnum;
+				uint8_t probe; /* the library's liveness probe (omx__notify_watch) */
 				uint32_t key;
 				uint64_t nic_id;
 				uint32_t endpoint_index;
@@ -328,6 +329,9 @@ struct omx_partner {
 	struct omx_list throttled;   /* sends waiting for the window */
 	struct omx_list connects;    /* pending connect requests */
 	struct omx_list need_notify; /* large sends waiting for NOTIFY */
+	uint64_t last_heard_ns;      /* ep->now_ns of its last frame to us (omx__notify_watch) */
+	union omx_request *probe;    /* our liveness probe in flight, or NULL */
+	uint32_t app_key;            /* the key of our last successful connect to it (0: none) */
 	/* receive direction */
 	uint16_t next_match_seq;    /* M */
 	uint16_t next_complete_seq; /* Fq <= M */
@@ -413,6 +417,7 @@ struct omx_endpoint {
 	unsigned bounce_count;
 	uint64_t next_host_query_check;
 	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
+	uint64_t next_notify_watch; /* remote partners owing NOTIFYs: still there? (connect.c) */
 	uint64_t next_responder_ns; /* the board's NACK responder is polled at most this often */
 	/* now_ns when the timers were last looked at: they only fall due when the clock moves
 	 * (omx__progress), except acks that must leave at once (acks_now). */
@@ -464,6 +469,9 @@ struct omx_endpoint {
 	uint64_t wakeup_gen;
 	uint64_t completions; /* bumped at every completion; waiters compare */
 	int closing;
+	/* omx_close_endpoint lingers for its last acks: new messages are NACKed (closed) meanwhile,
+	 * and connect requests dropped, as the board's NACK responder will once we are gone */
+	int refusing;
 	/* scratch frame buffer for transmissions (lock held) */
 	uint8_t *txbuf;
 	size_t txbuf_len;
@@ -653,6 +661,7 @@ int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint6
 /* connect.c */
 void omx__handle_connect(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now);
+void omx__notify_watch(struct omx_endpoint *ep, uint64_t now);
 void omx__handle_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *pkt);
 
 /* pull.c (large messages) */

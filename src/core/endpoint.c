@@ -533,6 +533,7 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 		omx__responder_release(ep->board_index);
 
 	pthread_mutex_lock(&ep->lock);
+	ep->refusing = 1;
 	/* Linger (bounded) until what we owe peers is acked: above all the NOTIFY of a large
 	 * message we just received, without which its sender would wait for its whole resend
 	 * budget; also early-completed eager sends. */

@@ -171,4 +171,5 @@ void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mod
 	p->back_session = OMX_SESSION_UNKNOWN;
 	p->last_send_acknum = 0;
 	p->last_recv_acknum = 0;
+	p->probe = NULL; /* completed with the other connects above */
 }

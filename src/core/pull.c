@@ -81,6 +81,7 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		send_nack_mcp(ep, pkt, OMX_NACK_BAD_RDMAWIN);
 		return;
 	}
+	r->s.partner->last_heard_ns = ep->now_ns;
 	uint64_t off = (uint64_t)q->frame_index * R + q->first_frame_offset;
 	if (q->frame_index * (uint64_t)R < q->rdma_offset % R || off + q->block_length > r->s.total_len ||
 	    q->rdma_offset != 0) {

@@ -411,6 +411,13 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 		omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
 		return;
 	}
+	if (!notify && ep->refusing) {
+		/* Accepted now, a message would be acked and never received: a large one's sender
+		 * would wait for its NOTIFY for ever (docs/architecture.md, closing). */
+		omx__count(ep->board, OMX_C_X_REFUSED_CLOSING);
+		omx__send_nack_lib(ep, pkt, OMX_NACK_ENDPT_CLOSED);
+		return;
+	}
 	if (notify) {
 		omx__count(ep->board, OMX_C_RECV_NOTIFY);
 		omx__handle_notify(ep, p, pkt);
@@ -442,7 +449,10 @@ static struct omx_partner *find_sender(struct omx_endpoint *ep, const struct omx
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
 	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0)
 		return NULL;
-	return omx__partner_get(ep, pkt->peer_index, src_ep);
+	struct omx_partner *p = omx__partner_get(ep, pkt->peer_index, src_ep);
+	if (p)
+		p->last_heard_ns = ep->now_ns;
+	return p;
 }
 
 static struct omx_partner *sender_partner(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)

@@ -80,6 +80,8 @@ static void progress_pass(struct omx_endpoint *ep, uint64_t now)
 	}
 	if (ep->local && now >= ep->next_shared_check)
 		omx__shared_check_partners(ep, now);
+	if (now >= ep->next_notify_watch)
+		omx__notify_watch(ep, now);
 timers_done:
 	if (ep->completions != c0)
 		omx__notify_waiters(ep);

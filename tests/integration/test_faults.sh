@@ -59,6 +59,23 @@ check "keeper still serves after the injection" bash -c "grep -q '^status 0 Succ
 omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters1" 2>&1
 check "the wrong-key connect was counted at the target ($(grep 'Bad Key' "$TMP/counters1" | tr -s ' '))" \
 	grep -qE "^[0-9]{3}: +[1-9][0-9]* Connect Refused \(Bad Key\)" "$TMP/counters1"
+# a receiver that acked a large send (its RNDV) and died before matching it: the sender probes the
+# silent partner that owes it a NOTIFY and fails the send; here the host's NACK responder (the
+# keeper) answers for the dead endpoint: closed. While the receiver lives the probes are answered
+# and the send keeps waiting.
+owed_notify() { # owed_notify EP STATUS: idle receiver EP, one issend to it, SIGKILL, expect STATUS
+	check "idle receiver $1 on host 1" bg1 "idle$1" timeout 60 "$P" idle -e "$1"
+	run0 env OMX_RESENDS_MAX=6 OMX_RESEND_DELAY_MS=50 OMX_VERBOSE=1 timeout 60 "$P" sendloop "$H1" "$1" -n 1 \
+		>"$TMP/owed$1.log" 2>&1 &
+	local pid=$!
+	sleep 1.5 # 30 resend delays: probes every two
+	check "a large send to the live idle receiver $1 still waits (probes answered)" kill -0 "$pid"
+	omx_pkill 1 KILL "omx_faultprog idle -e $1"
+	wait "$pid"
+	sed 's/^/  [owed] /' "$TMP/owed$1.log" | grep -v 'same-host\|opened\|board'
+	check "... and fails with '$2' once the receiver is killed" grep -q "status 0 $2" "$TMP/owed$1.log"
+}
+owed_notify 3 "Remote Endpoint is Closed"
 omx_pkill 1 TERM "omx_faultprog serve -e 0 "; wait "$PID_keeper"
 sed 's/^/  [keeper] /' "$TMP/keeper.log"
 for c in "Drop Bad Peer Index" "Drop Bad Data Length" "Drop Unknown Packet Type"; do
@@ -73,4 +90,15 @@ check "last peer serving" bg1 last timeout 30 "$P" serve -e 2 -t 3
 out=$(run0 env OMX_RESENDS_MAX=6 OMX_RESEND_DELAY_MS=50 timeout 60 "$P" sendloop "$H1" 2 -n 80 -i 50)
 echo "$out" | sed 's/^/  [vanish] /'
 check "vanished peer reported unreachable" grep -q "Remote Endpoint Unreachable" <<<"$out"
+
+# the same owed NOTIFY with no process left on host 1 (no responder): unreachable
+owed_notify 4 "Remote Endpoint Unreachable"
+
+# a message reaching a peer while it closes (lingering for the ack of its last NOTIFY, which this
+# sender, without a progress thread, gives only in its next call) is refused as closed, not acked
+# and left unanswered (its sender then waited for a NOTIFY for ever)
+check "closing peer serving" bg1 closing timeout 30 "$P" serve -e 5 -t 2
+out=$(run0 env OMX_PROGRESS_THREAD=0 timeout 60 "$P" sendloop "$H1" 5 -n 60 -i 50)
+echo "$out" | sed 's/^/  [closing] /'
+check "a send reaching a peer as it closes is refused as closed" grep -q "Remote Endpoint is Closed" <<<"$out"
 finish

@@ -3,6 +3,9 @@
  *
  *   serve [-e ep] [-t secs] [-k key]  open an endpoint, receive everything for secs (or until
  *                                     SIGTERM), print "served N" and the non-zero counters
+ *   idle [-e ep] [-t secs]            open an endpoint, post no receive, stay secs (or until SIGTERM):
+ *                                     the library acks what arrives (its progress thread), nothing
+ *                                     is matched, so large senders wait for NOTIFYs
  *   connect HOST EP [-k key] [-t ms]  omx_connect; prints "connect: <omx_strerror text>"
  *   sendloop HOST EP [-n N] [-i ms]   connect, then N sends of 64 B / 4 KiB / 100 KiB in turn, one
  *                                     at a time; prints "status <i> <text>" whenever the status
@@ -108,6 +111,26 @@ static int serve(int argc, char **argv)
 	printf("served %llu\n", (unsigned long long)served);
 	print_counters(ep);
 	fflush(stdout);
+	omx_close_endpoint(ep);
+	return 0;
+}
+
+static int idle(int argc, char **argv)
+{
+	uint32_t index = 0;
+	int secs = 30, c;
+	while ((c = getopt(argc, argv, "e:t:")) != -1) {
+		if (c == 'e')
+			index = (uint32_t)atoi(optarg);
+		else if (c == 't')
+			secs = atoi(optarg);
+	}
+	signal(SIGTERM, on_term);
+	omx_endpoint_t ep = open_ep(index, 0x5EED);
+	printf("ready\n");
+	fflush(stdout);
+	for (int i = 0; i < secs * 10 && !stop; i++)
+		usleep(100000);
 	omx_close_endpoint(ep);
 	return 0;
 }
@@ -528,6 +551,8 @@ int main(int argc, char **argv)
 		return serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "connect"))
 		return do_connect(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "idle"))
+		return idle(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sendloop"))
 		return sendloop(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sleepsend"))

@@ -48,25 +48,28 @@ static void send_connect_request(struct omx_endpoint *ep, union omx_request *r)
 	omx_list_add_tail(&ep->connect_list, &r->s.timer_elt);
 }
 
-/* ---- liveness of partners owing NOTIFYs ---- */
+/* ---- liveness of partners owing NOTIFYs or medium fragments ---- */
 
 /*
  * A large send is acked when its RNDV arrives, then waits for the NOTIFY for as long as the
  * receiver takes to match it: no resend timer runs, and a receiver that died meanwhile left its
- * sender waiting for ever (a vanished host sends no NACK). So a remote partner that owes NOTIFYs
- * and has sent us nothing for two resend delays gets a probe: a connect request in our current
+ * sender waiting for ever (a vanished host sends no NACK). Likewise a medium of which some
+ * fragments arrived: its sender retransmits the others, unless it died, and then the receive
+ * waited for ever. So a remote partner that owes NOTIFYs or fragments and has sent us nothing for
+ * two resend delays gets a probe: a connect request in our current
  * session, the handshake mx_connect makes to a connected peer, which a live endpoint answers
  * without changing its state (with the key of our last connect to it; a wrong or unknown key is
  * answered too, refused, and an answer is all we need). A closed endpoint is NACKed by its host's
  * responder, a restarted one answers with its new session (the partner is then reset as for any
  * new instance), and a vanished host does not answer: after the resend budget (OMX_RESENDS_MAX x
  * OMX_RESEND_DELAY_MS) the partner is reset as unreachable. Either way the waiting sends fail
- * with that status. Same-host partners are watched through their rings instead (shared.c).
+ * with that status (partial receives too). Same-host partners are watched through their rings
+ * instead (shared.c).
  */
 static void probe_failed(struct omx_partner *p, omx_return_t status)
 {
 	p->probe = NULL;
-	omx__verbose("partner %012llx endpoint %u owes NOTIFYs and %s: failing what waits for it\n",
+	omx__verbose("partner %012llx endpoint %u owes NOTIFYs or fragments and %s: failing what waits for it\n",
 		     (unsigned long long)p->nic_id, p->endpoint_index,
 		     status == OMX_REMOTE_ENDPOINT_UNREACHABLE ? "does not answer" : "refused our probe");
 	omx__partner_reset(p, status, OMX_RESET_NEW_SESNUM);
@@ -95,16 +98,16 @@ void omx__notify_watch(struct omx_endpoint *ep, uint64_t now)
 {
 	uint64_t quiet = 2 * omx__cfg.resend_delay_ns;
 	ep->next_notify_watch = now + omx__cfg.resend_delay_ns / 2;
-	if (!ep->large_sends)
-		return;
 	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
 		struct omx_peer *peer = omx__peer(i);
 		if (!peer || peer->local_board >= 0 || !ep->partners[i])
 			continue;
 		for (uint32_t e = 0; e < omx__cfg.endpoint_max; e++) {
 			struct omx_partner *p = ep->partners[i][e];
-			if (!p || p->is_self || p->probe || omx_list_empty(&p->need_notify) ||
-			    p->true_session == OMX_SESSION_UNKNOWN || now - p->last_heard_ns < quiet)
+			if (!p || p->is_self || p->probe ||
+			    (omx_list_empty(&p->need_notify) && omx_list_empty(&p->partial_recvs)) ||
+			    (p->true_session == OMX_SESSION_UNKNOWN && p->back_session == OMX_SESSION_UNKNOWN) ||
+			    now - p->last_heard_ns < quiet)
 				continue;
 			omx__count(ep->board, OMX_C_X_NOTIFY_PROBES);
 			probe(ep, p);

@@ -101,4 +101,29 @@ check "closing peer serving" bg1 closing timeout 30 "$P" serve -e 5 -t 2
 out=$(run0 env OMX_PROGRESS_THREAD=0 timeout 60 "$P" sendloop "$H1" 5 -n 60 -i 50)
 echo "$out" | sed 's/^/  [closing] /'
 check "a send reaching a peer as it closes is refused as closed" grep -q "Remote Endpoint is Closed" <<<"$out"
+
+# a medium partly received (its three full fragments dropped at the receiver's interface, the last
+# one let through) whose sender is killed before its first retransmission: the receive fails once
+# the silent sender does not answer the probes (nobody left on host 0), instead of waiting for ever
+ip netns exec "${OMX_NS[1]}" nft -f - <<EOF
+table netdev omxt_big {
+	chain c {
+		type filter hook ingress device "${OMX_IF[1]}" priority 0; policy accept;
+		meta protocol 0x86df meta length > 8000 counter drop
+	}
+}
+EOF
+check "receiver of a medium on host 1" bg1 partial env OMX_RESENDS_MAX=6 OMX_RESEND_DELAY_MS=50 timeout 60 \
+	"$P" recvcheck 30000 "$TMP/woke"
+omx_host_exec 0 env $(omx_env 0) timeout 60 "$P" sleepsend "$H1" 0 30000 30 "$TMP/woke" >"$TMP/psend.log" 2>&1 &
+for _ in $(seq 100); do grep -q posted "$TMP/psend.log" && break; sleep 0.05; done
+sleep 0.2 # its fragments are out, its first retransmission (0.5 s) is not
+omx_pkill 0 KILL "omx_faultprog sleepsend"
+wait "$PID_partial"
+dropped=$(ip netns exec "${OMX_NS[1]}" nft list table netdev omxt_big | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+ip netns exec "${OMX_NS[1]}" nft delete table netdev omxt_big
+check "the medium's three full fragments were dropped ($dropped)" [ "$dropped" = 3 ]
+sed 's/^/  [partial] /' "$TMP/partial.log" | grep -v 'same-host\|opened\|board'
+check "the receive of a medium whose sender died mid-way fails (unreachable)" \
+	grep -q "received Remote Endpoint Unreachable" "$TMP/partial.log"
 finish

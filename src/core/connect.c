@@ -63,8 +63,8 @@ static void send_connect_request(struct omx_endpoint *ep, union omx_request *r)
  * responder, a restarted one answers with its new session (the partner is then reset as for any
  * new instance), and a vanished host does not answer: after the resend budget (OMX_RESENDS_MAX x
  * OMX_RESEND_DELAY_MS) the partner is reset as unreachable. Either way the waiting sends fail
- * with that status (partial receives too). Same-host partners are watched through their rings
- * instead (shared.c).
+ * with that status (partial receives too). Same-host partners owing NOTIFYs are watched through
+ * their rings instead (shared.c).
  */
 static void probe_failed(struct omx_partner *p, omx_return_t status)
 {

@@ -100,7 +100,8 @@ void omx__notify_watch(struct omx_endpoint *ep, uint64_t now)
 	ep->next_notify_watch = now + omx__cfg.resend_delay_ns / 2;
 	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
 		struct omx_peer *peer = omx__peer(i);
-		if (!peer || peer->local_board >= 0 || !ep->partners[i])
+		/* same-host partners: shared.c's check (tests over the in-memory hub have none) */
+		if (!peer || (peer->local_board >= 0 && ep->local) || !ep->partners[i])
 			continue;
 		for (uint32_t e = 0; e < omx__cfg.endpoint_max; e++) {
 			struct omx_partner *p = ep->partners[i][e];

@@ -126,9 +126,10 @@ struct omx_board {
 	uint64_t nic_id;
 	char hostname[OMX_HOSTNAME_MAX];
 	uint32_t frame_mtu; /* min(interface MTU, 65535): largest frame we build, header included */
-	/* counters.c: this process's counter file for the board (NULL: counters_private) */
+	/* counters.c: this process's counter file for the board (NULL: counters_private, which
+	 * holds every slot of the file: counters.c asserts it) */
 	uint64_t *counters;
-	uint64_t counters_private[OMX_COUNTER_COUNT + 16];
+	uint64_t counters_private[OMX_COUNTER_COUNT + 64];
 };
 
 struct omx_peer {

@@ -364,6 +364,48 @@ static void test_close_in_flight(void)
 	omx_disconnect(B, st.addr);
 }
 
+/* A large send that its receiver acked (the RNDV) but never matched: while the receiver lives,
+ * the sender's liveness probes are answered and the send keeps waiting; once the receiver is gone
+ * (closed: nobody answers on the hub) the send fails unreachable after the resend budget instead
+ * of waiting for its NOTIFY for ever (connect.c, omx__notify_watch). */
+static void test_owed_notify(void)
+{
+	omx_endpoint_t D;
+	omx_request_t cr, sr;
+	omx_status_t st;
+	uint32_t res = 0;
+	uint64_t nic_b;
+	static uint8_t big[100000];
+	CHECK(omx_open_endpoint(1, 3, 0x1234, NULL, 0, &D) == OMX_SUCCESS);
+	omx_board_number_to_nic_id(1, &nic_b);
+	CHECK(omx_iconnect(A, nic_b, 3, 0x1234, 0, NULL, &cr) == OMX_SUCCESS);
+	for (int i = 0; i < 100000 && !res; i++) {
+		omx_progress(D);
+		omx_test(A, &cr, &st, &res);
+	}
+	CHECK(res && st.code == OMX_SUCCESS);
+	omx_endpoint_addr_t a2d = st.addr;
+	omx_set_request_timeout(A, NULL, 200); /* 10 resends of 20 ms */
+	CHECK(omx_isend(A, big, sizeof(big), a2d, 0xD0, NULL, &sr) == OMX_SUCCESS);
+	/* 0.5 s, 25 resend delays: about a dozen probes, each answered by D */
+	res = 0;
+	uint64_t end = omx_now_ns() + 500000000ull;
+	while (omx_now_ns() < end && !res) {
+		omx_progress(D);
+		omx_test(A, &sr, &st, &res);
+	}
+	CHECK(!res);
+	if (res)
+		printf("owed notify: the send completed while its receiver lived: %s\n", omx_strerror(st.code));
+	CHECK(omx_close_endpoint(D) == OMX_SUCCESS);
+	res = 0;
+	end = omx_now_ns() + 5000000000ull;
+	while (omx_now_ns() < end && !res)
+		omx_test(A, &sr, &st, &res);
+	CHECK(res && st.code == OMX_REMOTE_ENDPOINT_UNREACHABLE);
+	omx_set_request_timeout(A, NULL, 20000); /* back to 1000 resends */
+}
+
 /* B is closed and reopened (same slot, new session): A's old address gets BAD_SESSION NACKs,
  * a new connect works, and closed handles are refused. */
 static void test_restart_session(void)
@@ -492,6 +534,7 @@ int main(int argc, char **argv)
 		test_notify_acks_rndv();
 		test_self_sizes();
 		test_close_in_flight();
+		test_owed_notify();
 		test_restart_session();
 	}
 	test_random_traffic(getenv("OMX_T_RANDOM") ? atoi(getenv("OMX_T_RANDOM")) : (faults ? 2000 : 36000), 100000); /* > 2 x 16384: both directions wrap the 14-bit sequence */

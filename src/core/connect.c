@@ -56,18 +56,28 @@ static void send_connect_request(struct omx_endpoint *ep, union omx_request *r)
  * sender waiting for ever (a vanished host sends no NACK). Likewise a medium of which some
  * fragments arrived: its sender retransmits the others, unless it died, and then the receive
  * waited for ever. So a remote partner that owes NOTIFYs or fragments and has sent us nothing for
- * two resend delays gets a probe: a connect request in our current
- * session, the handshake mx_connect makes to a connected peer, which a live endpoint answers
- * without changing its state (with the key of our last connect to it; a wrong or unknown key is
- * answered too, refused, and an answer is all we need). A closed endpoint is NACKed by its host's
+ * two resend delays gets a probe: a connect request in our current session, the handshake
+ * mx_connect makes to a connected peer, which a live endpoint answers without changing its state
+ * (with the key of our last connect to it; a wrong or unknown key is answered too, refused, and an
+ * answer is all we need). A closed endpoint is NACKed by its host's
  * responder, a restarted one answers with its new session (the partner is then reset as for any
  * new instance), and a vanished host does not answer: after the resend budget (OMX_RESENDS_MAX x
  * OMX_RESEND_DELAY_MS) the partner is reset as unreachable. Either way the waiting sends fail
  * with that status (partial receives too). Same-host partners owing NOTIFYs are watched through
  * their rings instead (shared.c).
  */
-static void probe_failed(struct omx_partner *p, omx_return_t status)
+/* A connect request that got no answer or a NACK ends with `status`; a failed probe then fails
+ * everything waiting for its partner. */
+static void connect_failed(union omx_request *r, omx_return_t status)
 {
+	struct omx_partner *p = r->s.partner;
+	int probe = r->s.u.connect.probe;
+	omx_list_del(&r->s.timer_elt);
+	omx_list_del(&r->s.queue_elt);
+	omx__req_complete(r, status);
+	omx__req_clear(r, OMX_RS_NEED_REPLY); /* frees an uncollected probe */
+	if (!probe)
+		return;
 	p->probe = NULL;
 	omx__verbose("partner %012llx endpoint %u owes NOTIFYs or fragments and %s: failing what waits for it\n",
 		     (unsigned long long)p->nic_id, p->endpoint_index,
@@ -123,14 +133,7 @@ void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now)
 		if (now < r->s.last_send_ns + omx__cfg.resend_delay_ns)
 			break;
 		if (r->s.resends >= r->s.resends_max) {
-			struct omx_partner *p = r->s.partner;
-			int probe = r->s.u.connect.probe;
-			omx_list_del(&r->s.timer_elt);
-			omx_list_del(&r->s.queue_elt);
-			omx__req_complete(r, OMX_REMOTE_ENDPOINT_UNREACHABLE);
-			omx__req_clear(r, OMX_RS_NEED_REPLY);
-			if (probe)
-				probe_failed(p, OMX_REMOTE_ENDPOINT_UNREACHABLE);
+			connect_failed(r, OMX_REMOTE_ENDPOINT_UNREACHABLE);
 			continue;
 		}
 		r->s.resends++;
@@ -317,15 +320,8 @@ void omx__handle_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 		}
 	}
 	union omx_request *c = (union omx_request *)omx_list_first(&p->connects, omx_req_t, queue_elt);
-	if (c) {
-		int probe = c->s.u.connect.probe;
-		omx_list_del(&c->s.queue_elt);
-		omx_list_del(&c->s.timer_elt);
-		omx__req_complete(c, status);
-		omx__req_clear(c, OMX_RS_NEED_REPLY);
-		if (probe)
-			probe_failed(p, status);
-	}
+	if (c)
+		connect_failed(c, status);
 }
 
 /* ---- API ---- */

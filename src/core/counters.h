@@ -31,7 +31,7 @@
 #define OMX_COUNTERS_VERSION 1u
 #define OMX_COUNTERS_HEADER 256u
 #define OMX_COUNTER_SPEC 85
-#define OMX_COUNTER_EXTRA 21
+#define OMX_COUNTER_EXTRA 22
 #define OMX_COUNTER_SLOTS (OMX_COUNTER_SPEC + OMX_COUNTER_EXTRA)
 #define OMX_COUNTERS_FILE_SIZE 4096u
 
@@ -61,6 +61,7 @@ enum {
 	OMX_C_X_SPLIT_LANE_SWITCHES = 103, /* pull replies moved between whole and split receive (OMX_RX_SPLIT=auto) */
 	OMX_C_X_REFUSED_CLOSING = 104,    /* messages and connect requests refused by a closing endpoint */
 	OMX_C_X_NOTIFY_PROBES = 105,      /* liveness probes to silent partners owing NOTIFYs */
+	OMX_C_X_SHARED_PARTNER_GONE = 106, /* same-host partners found gone while something waited for them */
 };
 
 struct omx_counters_file {

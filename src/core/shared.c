@@ -349,10 +349,13 @@ void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallb
 	*fallbacks = __atomic_load_n(&stats.fallbacks, __ATOMIC_RELAXED);
 }
 
-/* A large send is acked when its RNDV arrives, then waits for the NOTIFY, for as long as the
- * receiver takes to match it: no timer can end that wait. Over the network a dead receiver goes
- * unnoticed then; on this host we can tell: a same-host partner whose endpoint instance is gone
- * fails those sends with REMOTE_ENDPOINT_CLOSED (checked every 100 ms while some wait). */
+/* Two waits no timer ends, when the partner is an endpoint of this host: a large send acked on
+ * its RNDV waits for the NOTIFY as long as the receiver takes to match it, and a medium partly
+ * received waits for its remaining fragments (a sender whose ring push failed sends them again
+ * only from its retransmission timer). A remote partner is probed for these (connect.c); on this
+ * host we can tell directly, from its ring and socket, whether the endpoint instance we know is
+ * gone: everything waiting for it then fails with REMOTE_ENDPOINT_CLOSED (checked every 100 ms
+ * while something waits). */
 void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now)
 {
 	ep->next_shared_check = now + 100000000ull;
@@ -362,21 +365,16 @@ void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now)
 			continue;
 		for (uint32_t e = 0; e < omx__cfg.endpoint_max; e++) {
 			struct omx_partner *p = ep->partners[i][e];
-			if (!p || p->is_self || omx_list_empty(&p->need_notify) || p->true_session == OMX_SESSION_UNKNOWN)
+			if (!p || p->is_self || (omx_list_empty(&p->need_notify) && omx_list_empty(&p->partial_recvs)))
 				continue;
-			if (!omx_net_local_peer_gone(ep->local, p->mac, p->endpoint_index, p->true_session))
+			/* A receive-only partner (it connected to us, we never to it) has only back_session. */
+			uint32_t session = p->true_session != OMX_SESSION_UNKNOWN ? p->true_session : p->back_session;
+			if (session == OMX_SESSION_UNKNOWN || !omx_net_local_peer_gone(ep->local, p->mac, p->endpoint_index, session))
 				continue;
-			omx__verbose("same-host endpoint %u (session %08x) is gone: failing the large sends waiting for it\n",
-				     p->endpoint_index, p->true_session);
-			struct omx_list *pos, *tmp;
-			omx_list_for_each_safe(pos, tmp, &p->need_notify) {
-				union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
-				omx_list_del(&r->s.queue_elt);
-				omx__region_release(ep, r);
-				if (!(r->s.state & OMX_RS_DONE))
-					omx__req_complete(r, OMX_REMOTE_ENDPOINT_CLOSED);
-				omx__req_clear(r, OMX_RS_NEED_REPLY);
-			}
+			omx__verbose("same-host endpoint %u (session %08x) is gone: failing what waits for it\n",
+				     p->endpoint_index, session);
+			omx__count(ep->board, OMX_C_X_SHARED_PARTNER_GONE);
+			omx__partner_reset(p, OMX_REMOTE_ENDPOINT_CLOSED, OMX_RESET_NEW_SESNUM);
 		}
 	}
 }

@@ -4,8 +4,9 @@
 # shared rendezvous threshold, and the forced two-copy fallback), two processes in different
 # modes (one with OMX_DISABLE_SHARED), 8 processes all-to-all, one endpoint with same-host and
 # remote partners at once, the same at MTU 1500 (same-host frames keep 8 KiB medium fragments), a
-# peer killed mid-transfer (the survivor reports it instead of hanging, the dead process's ring
-# does not block a rerun and is cleaned up).
+# sender dying between two fragments of a medium (the receive fails, not waits for ever), a peer
+# killed mid-transfer (the survivor reports it instead of hanging, the dead process's ring does
+# not block a rerun and is cleaned up).
 # Ring files go to a private OMX_SHM_DIR so that the test can count them.
 set -u
 source "$(dirname "$0")/lib/netns.sh"
@@ -221,6 +222,38 @@ if omx_netns_set_mtu 1500 && omx_netns_wait_up; then
 else
 	ko "MTU 1500 on the links"
 fi
+
+# --- a sender dying between two fragments of a medium ---------------------------------------
+# The receiver (host 1, endpoint 0) stops calling the library after the connection; the sender
+# fills its ring (64 slots, OMX_SHARED_RING_KB=64) with 63 small messages and sends a medium of
+# four 32 KiB fragments: the first takes the last slot, the second goes to the socket (which
+# holds one datagram with net.unix.max_dgram_qlen=0), the other two are refused and wait for the
+# sender's retransmission, which never comes: it is killed. The receiver, back, holds a partial
+# medium from a dead same-host partner; the receive fails instead of waiting for ever.
+P=$OMX_BUILD/tests/omx_faultprog
+QLEN=$(ip netns exec "${OMX_NS[1]}" sysctl -n net.unix.max_dgram_qlen)
+ip netns exec "${OMX_NS[1]}" sysctl -qw net.unix.max_dgram_qlen=0
+FLOOD_ENV=(OMX_SHARED_RING_KB=64 OMX_PROGRESS_THREAD=0 OMX_SHARED_RNDV_THRESHOLD=131072 OMX_RESEND_DELAY_MS=5000)
+run1 env "${FLOOD_ENV[@]}" timeout 90 "$P" stallrecv 100000 "$TMP/flood.connected" "$TMP/flood.go" \
+	>"$TMP/flood.r.log" 2>&1 &
+R=$!
+for _ in $(seq 100); do grep -q ready "$TMP/flood.r.log" && break; sleep 0.05; done
+run1 env "${FLOOD_ENV[@]}" timeout 90 "$P" floodsend "$H1" 0 63 100000 "$TMP/flood.connected" \
+	>"$TMP/flood.s.log" 2>&1 &
+for _ in $(seq 200); do grep -q posted "$TMP/flood.s.log" && break; sleep 0.05; done
+check "sender of 63 small messages and a medium to a stalled same-host receiver: all posted" \
+	grep -q posted "$TMP/flood.s.log"
+omx_pkill 1 KILL "omx_faultprog floodsend"
+sleep 0.2
+touch "$TMP/flood.go"
+wait $R
+ip netns exec "${OMX_NS[1]}" sysctl -qw net.unix.max_dgram_qlen="$QLEN"
+sed 's/^/  [stalled receiver] /' "$TMP/flood.r.log" | grep -E "received|Partner Gone|socket"
+check "a medium partly received from a same-host sender that died fails (endpoint closed)" \
+	grep -q "received Remote Endpoint is Closed" "$TMP/flood.r.log"
+run1 timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/flood.counters" 2>&1
+check "the gone partner was counted ($(grep 'Partner Gone' "$TMP/flood.counters" | tr -s ' '))" \
+	grep -qE "^[0-9]{3}: +[1-9][0-9]* Same-Host Partner Gone" "$TMP/flood.counters"
 
 # --- a peer killed mid-transfer ------------------------------------------------------------
 run0 timeout 300 "$S" -d "$H0" -e 2 -r 3 -s 61 -n 1000000 -m 4194304 -w 16 >"$TMP/kill.a.log" 2>&1 &

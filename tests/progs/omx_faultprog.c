@@ -18,6 +18,9 @@
  *                                     staying out of the library for 1 s, so that the sender fills
  *                                     its window and waits); checks the data; prints
  *                                     "exchanged N", or "stalled in round I" after 30 s
+ *   floodsend HOST EP N LEN CONNECTED / stallrecv LEN CONNECTED GO
+ *                                     a same-host sender filling a stalled receiver's ring
+ *                                     (see the functions)
  *   inject IFACE DSTMAC [-n N] [-s seed]
  *                                     send N hostile frames (random bytes, truncated and mangled
  *                                     valid frames, unknown types, bad lengths, wrong sessions,
@@ -293,6 +296,76 @@ static int sleepsend(int argc, char **argv)
 	return st.code != OMX_SUCCESS;
 }
 
+/* floodsend HOST EP N LEN CONNECTED: connect, create the file CONNECTED, give the receiver 0.2 s
+ * to stop calling the library, then N sends of 8 B (match 1) and one of LEN (match 0x51EE9), all
+ * at once; prints "posted", then stays out of the library until killed (same-host tests fill the
+ * receiver's ring with the N small ones, so that the last message is only partly delivered). */
+static int floodsend(int argc, char **argv)
+{
+	if (argc < 6)
+		return 2;
+	int n = atoi(argv[3]);
+	size_t len = strtoul(argv[4], NULL, 0);
+	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
+	uint64_t nic;
+	if (!lookup(argv[1], &nic))
+		return 1;
+	omx_endpoint_addr_t addr;
+	omx_return_t r = OMX_TIMEOUT;
+	for (int i = 0; i < 30 && r != OMX_SUCCESS; i++)
+		r = omx_connect(ep, nic, (uint32_t)atoi(argv[2]), 0x5EED, 1000, &addr);
+	if (r != OMX_SUCCESS)
+		return printf("connect: %s\n", omx_strerror(r)), 1;
+	FILE *f = fopen(argv[5], "w");
+	if (f)
+		fclose(f);
+	usleep(200000);
+	uint8_t small[8] = { 0 }, *buf = malloc(len);
+	fill_pattern(buf, len);
+	for (int i = 0; i < n; i++)
+		if ((r = omx_isend(ep, small, sizeof(small), addr, 1, NULL, NULL)) != OMX_SUCCESS)
+			return printf("send %d: %s\n", i, omx_strerror(r)), 1;
+	if ((r = omx_isend(ep, buf, len, addr, 0x51EE9, NULL, NULL)) != OMX_SUCCESS)
+		return printf("send: %s\n", omx_strerror(r)), 1;
+	printf("posted\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* stallrecv LEN CONNECTED GO: open endpoint 0 and serve connections until the file CONNECTED
+ * exists, then stay out of the library until the file GO exists; then post one receive of LEN
+ * (match 0x51EE9) and wait for it for up to 60 s: prints "received <status text>" or "received
+ * nothing". Run with OMX_PROGRESS_THREAD=0: nothing may take frames from the ring meanwhile. */
+static int stallrecv(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	size_t len = strtoul(argv[1], NULL, 0);
+	omx_endpoint_t ep = open_ep(0, 0x5EED);
+	printf("ready\n");
+	fflush(stdout);
+	while (access(argv[2], F_OK) != 0) {
+		omx_progress(ep);
+		usleep(1000);
+	}
+	while (access(argv[3], F_OK) != 0)
+		usleep(10000);
+	uint8_t *buf = malloc(len);
+	omx_request_t req;
+	omx_status_t st;
+	uint32_t res = 0;
+	omx_irecv(ep, buf, len, 0x51EE9, ~0ull, NULL, &req);
+	for (int i = 0; i < 60 && !res; i++)
+		omx_wait(ep, &req, &st, &res, 1000);
+	printf("received %s (%u of %u bytes)\n", res ? omx_strerror(st.code) : "nothing", res ? st.xfer_length : 0,
+	       res ? st.msg_length : 0);
+	print_counters(ep);
+	omx_close_endpoint(ep);
+	free(buf);
+	return !res;
+}
+
 static int recvcheck(int argc, char **argv)
 {
 	if (argc < 3)
@@ -557,6 +630,10 @@ int main(int argc, char **argv)
 		return sendloop(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sleepsend"))
 		return sleepsend(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "floodsend"))
+		return floodsend(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stallrecv"))
+		return stallrecv(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "recvcheck"))
 		return recvcheck(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "resolve"))

@@ -39,6 +39,17 @@ stress_wait() { # stress_wait NAME : both exit 0 and report no errors
 		grep -q "received $N .*errors 0" "$TMP/$1.1.log"
 }
 running() { kill -0 "$SP0" 2>/dev/null && kill -0 "$SP1" 2>/dev/null; }
+# started NAME: wait (up to 30 s) until both sides have received 10% of their messages, so that
+# the fault lands in the middle of the traffic whatever the start-up time (after a fixed 0.3 s,
+# one CI run saw the traffic finish in 1.03 s without stalling, as if its endpoints had opened
+# after the MTU drop; traffic alone takes ~1 s here)
+started() {
+	for _ in $(seq 300); do
+		grep -q "10% received" "$TMP/$1.0.log" && grep -q "10% received" "$TMP/$1.1.log" && return 0
+		sleep 0.1
+	done
+	return 1
+}
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # An idle server blocked in omx_wait, to watch its CPU time across the flap.
@@ -48,7 +59,7 @@ sleep 0.5
 IDLE_PID=$(pgrep -f "omx_perf -w -e 5" | head -n 1)
 
 stress_bg flap
-sleep 0.3
+started flap
 check "traffic running when the link goes down" running
 ip -n "${OMX_NS[0]}" link set "${OMX_IF[0]}" down
 sleep 2
@@ -66,9 +77,9 @@ check "a server sleeping in omx_wait does not spin after the flap" test $((t1 - 
 kill "$IDLE" 2>/dev/null; wait "$IDLE" 2>/dev/null
 
 stress_bg mtu
-sleep 0.3
+started mtu
 check "traffic running when the MTU drops" running
-omx_netns_set_mtu 1500
+check "MTU set to 1500 on both ends" omx_netns_set_mtu 1500
 sleep 2
 check "traffic still running (stalled) when the MTU is restored" running
 omx_netns_set_mtu 9000

@@ -309,8 +309,12 @@ int main(int argc, char **argv)
 		}
 		if (!progress)
 			omx_progress(ep);
-		if (rss_early < 0 && total_received >= (uint64_t)count * np / 10 && total_received > 0)
+		if (rss_early < 0 && total_received >= (uint64_t)count * np / 10 && total_received > 0) {
 			rss_early = rss_kb();
+			/* tests that inject a fault under running traffic wait for this line */
+			printf("omx_stress: 10%% received\n");
+			fflush(stdout);
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* fin: each side's issend completes only once the other matched it */

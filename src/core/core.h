@@ -556,8 +556,8 @@ void omx__notify_waiters(struct omx_endpoint *ep);
 void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* send.c: the largest eager message to remote peers over an interface of these wire parameters:
- * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over fragments of 32 KiB
- * or more, OMX_RNDV_THRESHOLD_JUMBO64 over fragments that fill the frame (OMX_WIRE_FRAG_WHOLE_MIN
+ * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over fragments of 8 KiB
+ * or more (MTU 9000 and up), OMX_RNDV_THRESHOLD_JUMBO64 over fragments that fill the frame (OMX_WIRE_FRAG_WHOLE_MIN
  * or more: at MTU 65535 a 256 KiB medium is 5 frames, and beat the rendezvous's two extra trips,
  * docs/performance.md stop 30), else 32768. */
 #define OMX_RNDV_THRESHOLD_JUMBO 131072u

@@ -455,14 +455,16 @@ void omx__self_deferred_drain(struct omx_endpoint *ep)
  * NOTIFY: two round trips) cost 40% of its bandwidth: omx_perf between two namespaces, median of
  * 3, 4366-4470 MB/s ping-pong at 64 KiB against 6869 as a medium, stream 4032 against 5592 (TCP:
  * 7554 / 5368). 128 KiB gained 20% (ping-pong) and 14% (stream) as a medium too; 256 KiB lost
- * 7-11% (docs/performance.md, stop 24). Below 32 KiB frames the historical 32 KiB stands (MTU
- * 9000: stop 12 found ~10% at 64 KiB only with 256 KiB).
+ * 7-11% (docs/performance.md, stop 24). At MTU 9000 (8 KiB fragments) the same held by stop 32
+ * (stop 12 had found ~10% at 64 KiB only, with 256 KiB): 64 KiB as a medium +47% ping-pong,
+ * +26% stream, +18% blocking; 128 KiB +13% / +14% / even; 256 KiB gained nothing, and lost 11%
+ * blocking. Below 8 KiB fragments the historical 32 KiB stands.
  */
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp)
 {
 	uint32_t t = !omx__cfg.rndv_auto ? omx__cfg.rndv_threshold :
 		     wp->medium_frag_max >= OMX_WIRE_FRAG_WHOLE_MIN ? OMX_RNDV_THRESHOLD_JUMBO64 :
-		     wp->medium_frag_max >= 32768 ? OMX_RNDV_THRESHOLD_JUMBO : omx__cfg.rndv_threshold;
+		     wp->medium_frag_max >= 8192 ? OMX_RNDV_THRESHOLD_JUMBO : omx__cfg.rndv_threshold;
 	return t < wp->medium_max ? t : wp->medium_max;
 }
 

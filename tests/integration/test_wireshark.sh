@@ -77,7 +77,7 @@ for MODE in extended compat; do
 	omx_wait_line '^Starting receiver' "$TMP/srv.out" 200
 	# shellcheck disable=SC2046
 	omx_ns_exec 0 env $(envh 0) OMX_NOTACKED_MAX=1 timeout 120 "$T/omx_perf" -d "${OMX_HOSTNAME[1]}:0" \
-		-S 0 -E 70000 -N 3 -W 0 -P 0 >"$TMP/cl.out" 2>&1
+		-S 0 -E 300000 -N 3 -W 0 -P 0 >"$TMP/cl.out" 2>&1
 	check "$MODE: omx_perf run (discovery, all sizes) status 0" [ $? = 0 ]
 	# shellcheck disable=SC2046
 	omx_ns_exec 0 env $(envh 0) timeout 60 "$T/omx_perf" -d "${OMX_HOSTNAME[1]}:0" -r 7 >"$TMP/nack.out" 2>&1

@@ -187,7 +187,7 @@ static void misc(int is_a)
 		sync_peer(2);
 		mx_segment_t s = { "x", 1 };
 		CHECK(mx_isend(ep, &s, 1, peer, M_HANDLER | 1, NULL, NULL) == MX_SUCCESS);
-		static char big[70000];
+		static char big[200000]; /* a rendezvous in every wire mode (eager up to 128 KiB at MTU 9000) */
 		mx_segment_t sb = { big, sizeof(big) };
 		CHECK(mx_isend(ep, &sb, 1, peer, M_HANDLER | 2, NULL, &r) == MX_SUCCESS);
 		CHECK(wait_ok(&r, &st) && st.code == MX_STATUS_TRUNCATED && st.xfer_length == 0);

@@ -246,7 +246,7 @@ static void test_unexp_handler_and_self(void)
 		pump();
 	CHECK(memcmp(got, "abc", 3) == 0);
 	/* a large message discarded by the handler completes the sender as truncated (0 bytes) */
-	static uint8_t big[100000];
+	static uint8_t big[200000];
 	CHECK(omx_isend(A, big, sizeof(big), a2b, 0xD15CA4D, NULL, &sr) == OMX_SUCCESS);
 	CHECK(wait_req(A, &sr, &st, 5000));
 	CHECK(st.code == OMX_MESSAGE_TRUNCATED && st.xfer_length == 0);
@@ -287,7 +287,7 @@ static void test_notify_acks_rndv(void)
 {
 	uint64_t ack = omx__cfg.ack_delay_ns, resend = omx__cfg.resend_delay_ns;
 	set_ack_resend_delays(3600ull * 1000000000ull, 3600ull * 1000000000ull);
-	static uint8_t big[100000];
+	static uint8_t big[200000];
 	omx_request_t sr, rr;
 	omx_status_t st;
 	CHECK(omx_irecv(B, NULL, 0, 0xA0, ~0ull, NULL, &rr) == OMX_SUCCESS);
@@ -375,7 +375,7 @@ static void test_owed_notify(void)
 	omx_status_t st;
 	uint32_t res = 0;
 	uint64_t nic_b;
-	static uint8_t big[100000];
+	static uint8_t big[200000];
 	CHECK(omx_open_endpoint(1, 3, 0x1234, NULL, 0, &D) == OMX_SUCCESS);
 	omx_board_number_to_nic_id(1, &nic_b);
 	CHECK(omx_iconnect(A, nic_b, 3, 0x1234, 0, NULL, &cr) == OMX_SUCCESS);

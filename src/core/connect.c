@@ -309,6 +309,7 @@ void omx__handle_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 				continue;
 			omx_list_del(&r->s.queue_elt);
 			omx_list_del(&r->s.timer_elt);
+			omx__medium_acked(p, r);
 			if (r->s.type == OMX_REQ_SEND_LARGE)
 				omx__region_release(ep, r);
 			if (r->s.state & OMX_RS_DONE)

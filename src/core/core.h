@@ -343,6 +343,9 @@ struct omx_partner {
 	struct omx_list early;         /* out-of-order frames, by seqnum */
 	uint32_t early_count;
 	uint64_t unexp_bytes; /* charged for its messages on ep->unexp (recv.c) */
+	uint64_t medium_unacked; /* bytes of our medium sends to it in flight (send.c try_send_now) */
+	uint8_t unexp_refused; /* we refused a message of it (unexpected room), not asked again yet */
+	uint8_t resend_ask;    /* our next liback asks it to resend its unacked messages now */
 	/* acks owed */
 	int ack_state; /* 0 none, 1 delayed, 2 immediate */
 	uint64_t ack_since_ns;
@@ -563,6 +566,10 @@ void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 #define OMX_RNDV_THRESHOLD_JUMBO 131072u
 #define OMX_RNDV_THRESHOLD_JUMBO64 262144u
 uint32_t omx__rndv_threshold(const struct omx_wire_params *wp);
+/* send.c: a liback asked for a resend (OMX_TRUC_RESEND_ASK): retransmit p's unacked messages. */
+void omx__resend_asked(struct omx_partner *p);
+/* send.c: r leaves p's non_acked list (acked, NACKed): its bytes leave the medium bound. */
+void omx__medium_acked(struct omx_partner *p, union omx_request *r);
 /* pull.c: OMX_RX_SPLIT=auto, this endpoint sent bulk data (pull replies, large mediums) to the
  * network at ep->now_ns: the split lane, if not there already. */
 void omx__lane_bulk_sent(struct omx_endpoint *ep);

@@ -27,7 +27,7 @@ const char *const omx__counter_extra_labels[OMX_COUNTER_EXTRA] = {
 	"Wait Done While Spinning", "Wait Done After Sleeping", "Shared Bytes", "Single-Copy Bytes",
 	"Send Discovery", "Recv Discovery", "Peers Added by Discovery", "Connect Refused (Bad Key)",
 	"Split Receive Placed Bytes", "Single-Copy Bytes Written For Receivers", "Split Receive Lane Switches",
-	"Refused While Closing", "Probe Partner Owing Notify", "Same-Host Partner Gone",
+	"Refused While Closing", "Probe Partner Owing Notify", "Same-Host Partner Gone", "Resend Asked (Unexpected Room Back)",
 };
 
 const char *omx__counter_label(int slot)

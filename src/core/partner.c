@@ -157,6 +157,9 @@ void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mod
 	p->early_count = 0;
 	omx_list_del(&p->ack_elt);
 	p->ack_state = 0;
+	p->unexp_refused = 0;
+	p->medium_unacked = 0;
+	p->resend_ask = 0;
 
 	uint16_t ses = omx_seq_sesnum(p->next_match_seq);
 	if (recv_mode == OMX_RESET_NEW_SESNUM)

@@ -12,7 +12,8 @@ uint16_t omx__piggyack(struct omx_partner *p)
 {
 	uint16_t a = p->next_complete_seq;
 	p->last_acked_recv_seq = a;
-	if (p->ack_state && omx_list_linked(&p->ack_elt)) {
+	/* a resend request travels in a liback only: that one stays due */
+	if (p->ack_state && omx_list_linked(&p->ack_elt) && !p->resend_ask) {
 		omx_list_del(&p->ack_elt);
 		p->ack_state = 0;
 	}
@@ -182,6 +183,28 @@ static void track_sequenced(union omx_request *r)
 	p->next_send_seq = omx_seq_inc(p->next_send_seq);
 	r->s.state |= OMX_RS_NEED_ACK;
 	omx_list_add_tail(&p->non_acked, &r->s.queue_elt);
+	if (r->s.type == OMX_REQ_SEND_MEDIUM)
+		p->medium_unacked += r->s.total_len;
+}
+
+void omx__medium_acked(struct omx_partner *p, union omx_request *r)
+{
+	if (r->s.type == OMX_REQ_SEND_MEDIUM)
+		p->medium_unacked -= r->s.total_len;
+}
+
+/*
+ * Medium bytes in flight to one partner are bounded by half of what a receiver queues unexpected
+ * for one partner (OMX_UNEXP_PEER_MAX_KB / 2: 8 MiB). Eager sends complete as they leave, so a
+ * sender whose receiver refused one message for lack of room (everything after it then arrives
+ * out of order, and is dropped) went on with up to OMX_ZOMBIE_SEND (512) more: 64 MiB of 128 KiB
+ * mediums, to be retransmitted. With the bound, a refusal costs at most the bytes in flight, all
+ * of which the receiver's resend request covers (omx__resend_asked).
+ */
+static int medium_room(struct omx_partner *p, union omx_request *r)
+{
+	return r->s.type != OMX_REQ_SEND_MEDIUM || !p->medium_unacked ||
+	       p->medium_unacked + r->s.total_len <= omx__cfg.unexp_peer_max / 2;
 }
 
 /* Give a seqnum and transmit, or leave it throttled. Returns 0 if sent. */
@@ -189,7 +212,7 @@ static int try_send_now(union omx_request *r)
 {
 	struct omx_partner *p = r->s.partner;
 	struct omx_endpoint *ep = r->s.ep;
-	if (omx_seq_diff(p->next_send_seq, p->next_acked_seq) >= send_window(p))
+	if (omx_seq_diff(p->next_send_seq, p->next_acked_seq) >= send_window(p) || !medium_room(p, r))
 		return -1;
 	if (r->s.type == OMX_REQ_SEND_LARGE && region_get(ep, r) < 0)
 		return -1;
@@ -270,12 +293,31 @@ void omx__ack_received(struct omx_partner *p, uint16_t ack)
 				omx__req_clear(r, OMX_RS_NEED_ACK);
 			}
 		} else {
+			omx__medium_acked(p, r);
 			omx__req_complete(r, OMX_SUCCESS);
 			omx__req_clear(r, OMX_RS_NEED_ACK);
 		}
 	}
 	p->next_acked_seq = ack;
 	omx__release_throttled(p);
+}
+
+/* The receiver refused some of our messages (its unexpected queue was full) and has room again:
+ * retransmit the unacked ones now, oldest first, up to half of what a partner may queue there
+ * (our own OMX_UNEXP_PEER_MAX_KB: peers normally share a configuration); what it refuses again
+ * it asks for again. Not counted against the resend budget: the receiver is alive. */
+void omx__resend_asked(struct omx_partner *p)
+{
+	uint64_t budget = omx__cfg.unexp_peer_max / 2, sent = 0;
+	struct omx_list *pos, *tmp;
+	(void)omx__ep_clock(p->ep);
+	omx_list_for_each_safe(pos, tmp, &p->non_acked) {
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
+		omx__count(p->ep->board, OMX_C_X_RETRANSMIT_MSG);
+		omx__send_sequenced(r);
+		if ((sent += r->s.total_len) >= budget)
+			break;
+	}
 }
 
 void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
@@ -333,6 +375,8 @@ static void send_liback(struct omx_endpoint *ep, struct omx_partner *p)
 	pkt.u.truc.lib_seqnum = p->next_complete_seq;
 	pkt.u.truc.send_seq = p->next_complete_seq;
 	pkt.u.truc.acknum = ++p->last_send_acknum;
+	pkt.u.truc.resent = p->resend_ask ? OMX_TRUC_RESEND_ASK : 0;
+	p->resend_ask = 0;
 	p->last_acked_recv_seq = p->next_complete_seq;
 	omx__send_frame(ep, &pkt, OMX_C_SEND_LIBACK);
 }

@@ -18,6 +18,10 @@
 #define OMX_SMALL_MAX 128
 #define OMX_PULL_MAGIC_XOR 0x21071980u
 #define OMX_TRUC_TYPE_ACK 0x55
+/* omx's use of the liback's `resent` byte (0 in the reference, which ignores it): the sender
+ * refused messages for lack of unexpected-queue room and has room again; resend what is unacked
+ * now rather than at the retransmission timer. */
+#define OMX_TRUC_RESEND_ASK 1
 #define OMX_HOST_QUERY_MAGIC_START 0x13052008u
 #define OMX_HOSTNAME_MAX 80 /* including the NUL */
 #define OMX_RAW_FRAME_MAX 1024

@@ -3,7 +3,8 @@
 # 100,000 messages of log-uniform random sizes from 0 to the medium maximum, random match values,
 # checksums and ordering verified by omx_stress on both sides at once, in both wire modes and
 # at MTU 1500 and 9000; then the same traffic with 5% loss + 1% duplication on the links
-# (nftables netdev rules) and frames reordered/delayed by the transport's fault-injection knob.
+# (nftables netdev rules) and frames reordered/delayed by the transport's fault-injection knob; a
+# receiver whose unexpected queue overflows gets the refused messages on its resend requests.
 set -u
 source "$(dirname "$0")/lib/netns.sh"
 source "$(dirname "$0")/lib/omx.sh"
@@ -41,6 +42,30 @@ omx_netns_set_mtu 9000
 omx_run_pair mismatch env OMX_WIRE_MODE=compat timeout 30 "$STRESS" -d "${OMX_HOSTNAME[1]}:0" -n 10 -- \
 	env OMX_WIRE_MODE=extended timeout 30 "$STRESS" -d "${OMX_HOSTNAME[0]}:0" -n 10
 check "wire mode mismatch is refused with a clear error" grep -q "wire mode mismatch" "$TMP/mismatch.0.log" "$TMP/mismatch.1.log"
+
+# a receiver out of the library while mediums stream to it: past its unexpected room (256 KiB per
+# partner here) it refuses them (not acked), and asks for them again once its application has
+# consumed half of what it queued; with the retransmission timer at an hour, only that request
+# (and the sender's bound on medium bytes in flight, half that room) gets them through
+P=$OMX_BUILD/tests/omx_faultprog
+mkdir -p "$TMP/lock0" "$TMP/lock1"
+omx_netns_peers_file "$TMP/peers"
+ASK=(OMX_RESEND_DELAY_MS=3600000 OMX_UNEXP_PEER_MAX_KB=256)
+omx_host_exec 1 env $(omx_env 1) "${ASK[@]}" timeout 120 "$P" exchange 0 "${OMX_HOSTNAME[0]}:0" 0 32768 300 recvlate \
+	>"$TMP/ask.1.log" 2>&1 &
+A=$!
+omx_host_exec 0 env $(omx_env 0) "${ASK[@]}" timeout 120 "$P" exchange 0 "${OMX_HOSTNAME[1]}:0" 0 32768 300 send \
+	>"$TMP/ask.0.log" 2>&1
+B=$?
+wait $A
+A=$?
+sed 's/^/  [resend ask] /' "$TMP/ask.0.log" "$TMP/ask.1.log" | grep -v "^  \[resend ask\] OMX:"
+check "300 mediums to a receiver that refused some: all through, on its resend requests alone" \
+	cond '[ "$A$B" = 00 ] && grep -q "exchanged 300" "$TMP/ask.0.log" && grep -q "exchanged 300" "$TMP/ask.1.log"'
+omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/ask.counters" 2>&1
+check "the receiver refused mediums and asked for them again ($(grep -E 'Unexpected Event Queue Full|Resend Asked' "$TMP/ask.counters" | tr -s ' ' | tr '\n' ';'))" \
+	cond 'grep -qE "^[0-9]{3}: +[1-9][0-9]* Unexpected Event Queue Full" "$TMP/ask.counters" &&
+	      grep -qE "^[0-9]{3}: +[1-9][0-9]* Resend Asked" "$TMP/ask.counters"'
 
 # lossy links: 5% loss on arrival and 1% duplication on departure, both hosts, plus reordering
 for mtu in 9000 1500; do

@@ -247,22 +247,33 @@ static void fill_pattern(uint8_t *b, size_t n)
 		b[i] = (uint8_t)(i * 2654435761u >> 24);
 }
 
+/* Open any endpoint and connect it to HOST endpoint EP (30 tries of 1 s); NULL if that fails. */
+static omx_endpoint_t open_connected(const char *host, const char *ep_index, omx_endpoint_addr_t *addr)
+{
+	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
+	uint64_t nic;
+	if (!lookup(host, &nic))
+		return NULL;
+	omx_return_t r = OMX_TIMEOUT;
+	for (int i = 0; i < 30 && r != OMX_SUCCESS; i++)
+		r = omx_connect(ep, nic, (uint32_t)atoi(ep_index), 0x5EED, 1000, addr);
+	if (r != OMX_SUCCESS) {
+		printf("connect: %s\n", omx_strerror(r));
+		return NULL;
+	}
+	return ep;
+}
+
 static int sleepsend(int argc, char **argv)
 {
 	if (argc < 6)
 		return 2;
 	size_t n = strtoul(argv[3], NULL, 0);
 	int secs = atoi(argv[4]);
-	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
-	uint64_t nic;
-	if (!lookup(argv[1], &nic))
-		return 1;
 	omx_endpoint_addr_t addr;
-	omx_return_t r = OMX_TIMEOUT;
-	for (int i = 0; i < 30 && r != OMX_SUCCESS; i++)
-		r = omx_connect(ep, nic, (uint32_t)atoi(argv[2]), 0x5EED, 1000, &addr);
-	if (r != OMX_SUCCESS)
-		return printf("connect: %s\n", omx_strerror(r)), 1;
+	omx_endpoint_t ep = open_connected(argv[1], argv[2], &addr);
+	if (!ep)
+		return 1;
 	uint8_t *buf = malloc(n);
 	fill_pattern(buf, n);
 	omx_request_t req;
@@ -306,22 +317,17 @@ static int floodsend(int argc, char **argv)
 		return 2;
 	int n = atoi(argv[3]);
 	size_t len = strtoul(argv[4], NULL, 0);
-	omx_endpoint_t ep = open_ep(OMX_ANY_ENDPOINT, 0x5EED);
-	uint64_t nic;
-	if (!lookup(argv[1], &nic))
-		return 1;
 	omx_endpoint_addr_t addr;
-	omx_return_t r = OMX_TIMEOUT;
-	for (int i = 0; i < 30 && r != OMX_SUCCESS; i++)
-		r = omx_connect(ep, nic, (uint32_t)atoi(argv[2]), 0x5EED, 1000, &addr);
-	if (r != OMX_SUCCESS)
-		return printf("connect: %s\n", omx_strerror(r)), 1;
+	omx_endpoint_t ep = open_connected(argv[1], argv[2], &addr);
+	if (!ep)
+		return 1;
 	FILE *f = fopen(argv[5], "w");
 	if (f)
 		fclose(f);
 	usleep(200000);
 	uint8_t small[8] = { 0 }, *buf = malloc(len);
 	fill_pattern(buf, len);
+	omx_return_t r;
 	for (int i = 0; i < n; i++)
 		if ((r = omx_isend(ep, small, sizeof(small), addr, 1, NULL, NULL)) != OMX_SUCCESS)
 			return printf("send %d: %s\n", i, omx_strerror(r)), 1;

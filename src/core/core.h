@@ -442,7 +442,9 @@ struct omx_endpoint {
 	uint32_t large_sends;
 	uint32_t pullable_sends; /* large sends the receiver may pull from us (atomic: the progress
 				    thread reads it without the lock) */
-	uint64_t xfer_active_ns; /* last step of a large transfer (RNDV, PULL, reply): omx__wait */
+	uint64_t xfer_active_ns; /* last step of a large transfer (RNDV, PULL, reply) or fragment of a
+				    medium: omx__wait */
+	uint32_t mediums_partial; /* mediums being reassembled (on their partners' partial_recvs) */
 	struct omx_pull *pulls[OMX_PULL_SLOTS];
 	uint32_t pull_gen[OMX_PULL_SLOTS];
 	struct omx_list pull_list;

@@ -136,6 +136,7 @@ void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mod
 	omx_list_for_each_safe(pos, tmp, &p->partial_recvs) {
 		r = (union omx_request *)omx_container_of(pos, omx_req_t, queue_elt);
 		omx_list_del(&r->s.queue_elt);
+		ep->mediums_partial--;
 		if (r->s.state & OMX_RS_UNEXPECTED) {
 			omx_list_del(&r->s.done_elt); /* unexpected list link */
 			omx__req_free(r);

@@ -111,6 +111,7 @@ static void medium_done(union omx_request *r)
 	struct omx_partner *p = r->s.partner;
 	omx_list_del(&r->s.queue_elt);
 	r->s.state &= ~OMX_RS_RECV_PARTIAL;
+	r->s.ep->mediums_partial--;
 	if (r->s.state & OMX_RS_UNEXPECTED)
 		return;
 	if (r->s.u.recv.unexp_buf) /* matched while partial: data went to our buffer */
@@ -146,6 +147,8 @@ static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const
 	}
 	if (r->s.u.recv.received >= r->s.status.msg_length)
 		medium_done(r);
+	else
+		omx__xfer_touch(ep); /* more fragments are coming: omx__wait keeps polling for them */
 }
 
 static uint32_t pkt_msg_length(const struct omx_pkt *pkt)
@@ -183,6 +186,7 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
 	case OMX_PT_MEDIUM:
 		r->s.u.recv.seqnum = pkt->u.msg.lib_seqnum;
 		r->s.state |= OMX_RS_RECV_PARTIAL;
+		ep->mediums_partial++;
 		omx_list_add_tail(&p->partial_recvs, &r->s.queue_elt);
 		medium_add_frag(ep, r, pkt);
 		break;

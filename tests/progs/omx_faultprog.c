@@ -339,6 +339,17 @@ static int floodsend(int argc, char **argv)
 		pause();
 }
 
+/* Receive LEN bytes (match 0x51EE9) into buf, waiting up to secs seconds; 1 if it completed. */
+static uint32_t recv_wait(omx_endpoint_t ep, void *buf, size_t len, int secs, omx_status_t *st)
+{
+	omx_request_t req;
+	uint32_t res = 0;
+	omx_irecv(ep, buf, len, 0x51EE9, ~0ull, NULL, &req);
+	for (int i = 0; i < secs && !res; i++)
+		omx_wait(ep, &req, st, &res, 1000);
+	return res;
+}
+
 /* stallrecv LEN CONNECTED GO: open endpoint 0 and serve connections until the file CONNECTED
  * exists, then stay out of the library until the file GO exists; then post one receive of LEN
  * (match 0x51EE9) and wait for it for up to 60 s: prints "received <status text>" or "received
@@ -358,15 +369,10 @@ static int stallrecv(int argc, char **argv)
 	while (access(argv[3], F_OK) != 0)
 		usleep(10000);
 	uint8_t *buf = malloc(len);
-	omx_request_t req;
 	omx_status_t st;
-	uint32_t res = 0;
-	omx_irecv(ep, buf, len, 0x51EE9, ~0ull, NULL, &req);
-	for (int i = 0; i < 60 && !res; i++)
-		omx_wait(ep, &req, &st, &res, 1000);
+	uint32_t res = recv_wait(ep, buf, len, 60, &st);
 	printf("received %s (%u of %u bytes)\n", res ? omx_strerror(st.code) : "nothing", res ? st.xfer_length : 0,
 	       res ? st.msg_length : 0);
-	print_counters(ep);
 	omx_close_endpoint(ep);
 	free(buf);
 	return !res;
@@ -382,12 +388,8 @@ static int recvcheck(int argc, char **argv)
 	fflush(stdout);
 	uint8_t *buf = malloc(n), *ref = malloc(n);
 	fill_pattern(ref, n);
-	omx_request_t req;
 	omx_status_t st;
-	uint32_t res = 0;
-	omx_irecv(ep, buf, n, 0x51EE9, ~0ull, NULL, &req);
-	for (int i = 0; i < 120 && !res; i++)
-		omx_wait(ep, &req, &st, &res, 1000);
+	uint32_t res = recv_wait(ep, buf, n, 120, &st);
 	int asleep = access(argv[2], F_OK) != 0;
 	int ok = res && st.code == OMX_SUCCESS && st.xfer_length == n && !memcmp(buf, ref, n);
 	printf("received %s, data %s, %s\n", res ? omx_strerror(st.code) : "nothing", ok ? "intact" : "BAD",

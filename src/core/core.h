@@ -345,6 +345,7 @@ struct omx_partner {
 	uint64_t unexp_bytes; /* charged for its messages on ep->unexp (recv.c) */
 	uint64_t medium_unacked; /* bytes of our medium sends to it in flight (send.c try_send_now) */
 	uint8_t unexp_refused; /* we refused a message of it (unexpected room), not asked again yet */
+	struct omx_list refused_elt; /* on ep->unexp_refused while unexp_refused */
 	uint8_t resend_ask;    /* our next liback asks it to resend its unacked messages now */
 	/* acks owed */
 	int ack_state; /* 0 none, 1 delayed, 2 immediate */
@@ -406,6 +407,7 @@ struct omx_endpoint {
 	struct omx_list posted_recvs;
 	struct omx_list unexp;
 	uint64_t unexp_bytes; /* charged for unexpected messages (bounded by omx__cfg.unexp_max) */
+	struct omx_list unexp_refused; /* partners refused for room, not asked to resend yet (recv.c) */
 	struct omx_list done;
 	struct omx_list resend_list;  /* NEED_ACK sends by last transmission time */
 	struct omx_list connect_list; /* connect requests by last transmission time */

@@ -208,26 +208,44 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
  * outran its receiver's posted receives then stalled half a second at a time (a two-way stream of
  * 32-128 KiB messages, 8 in flight, took 1.9 s instead of 1.4 in 2 of 5 runs). Now, once the
  * application has consumed half of what was queued, our next liback asks the partner to resend
- * at once (OMX_TRUC_RESEND_ASK). */
+ * at once (OMX_TRUC_RESEND_ASK). A partner refused because *other* partners filled the endpoint
+ * may have nothing queued itself, so no consumption of its own would ever ask it: refused
+ * partners wait on ep->unexp_refused, and the endpoint falling back to half its room asks them. */
 static int unexp_room(struct omx_endpoint *ep, struct omx_partner *p, uint32_t cost)
 {
 	if (ep->unexp_bytes + cost <= omx__cfg.unexp_max && p->unexp_bytes + cost <= omx__cfg.unexp_peer_max)
 		return 1;
 	omx__count(ep->board, OMX_C_UNEXP_QUEUE_FULL);
-	p->unexp_refused = 1;
+	if (!p->unexp_refused) {
+		p->unexp_refused = 1;
+		omx_list_add_tail(&ep->unexp_refused, &p->refused_elt);
+	}
 	return 0;
 }
 
-/* Room is back for a partner we refused: ask it to resend (with an immediate liback). A refusal
- * caused by other partners' messages alone is left to the partner's timer. */
+/* Room is back for a partner we refused: ask it to resend (with an immediate liback). */
 static void unexp_room_back(struct omx_endpoint *ep, struct omx_partner *p)
 {
 	if (!p->unexp_refused || p->unexp_bytes > omx__cfg.unexp_peer_max / 2 || ep->unexp_bytes > omx__cfg.unexp_max / 2)
 		return;
 	p->unexp_refused = 0;
+	omx_list_del(&p->refused_elt);
 	p->resend_ask = 1;
 	omx__count(ep->board, OMX_C_X_RESEND_ASKED);
 	omx__schedule_ack(p, 1, ep->now_ns);
+}
+
+/* The endpoint's unexpected bytes went down (by p's messages, or p is NULL): p first, then every
+ * other refused partner once the endpoint is back to half its room. */
+static void unexp_uncharged(struct omx_endpoint *ep, struct omx_partner *p)
+{
+	if (p)
+		unexp_room_back(ep, p);
+	if (omx_list_empty(&ep->unexp_refused) || ep->unexp_bytes > omx__cfg.unexp_max / 2)
+		return;
+	struct omx_list *pos, *tmp;
+	omx_list_for_each_safe(pos, tmp, &ep->unexp_refused)
+		unexp_room_back(ep, omx_container_of(pos, struct omx_partner, refused_elt));
 }
 
 void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len)
@@ -235,7 +253,7 @@ void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len)
 	uint32_t c = (uint32_t)(sizeof(struct omx_early) + frame_len);
 	p->ep->unexp_bytes -= c;
 	p->unexp_bytes -= c;
-	unexp_room_back(p->ep, p);
+	unexp_uncharged(p->ep, p);
 }
 
 void omx__unexp_uncharge(union omx_request *r)
@@ -245,10 +263,9 @@ void omx__unexp_uncharge(union omx_request *r)
 		return;
 	r->s.ep->unexp_bytes -= c;
 	r->s.u.recv.unexp_charge = 0;
-	if (r->s.partner) {
+	if (r->s.partner)
 		r->s.partner->unexp_bytes -= c;
-		unexp_room_back(r->s.ep, r->s.partner);
-	}
+	unexp_uncharged(r->s.ep, r->s.partner);
 }
 
 /* New in-sequence message: match it, offer it to the handler, or queue it as unexpected.

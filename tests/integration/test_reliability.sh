@@ -4,7 +4,8 @@
 # checksums and ordering verified by omx_stress on both sides at once, in both wire modes and
 # at MTU 1500 and 9000; then the same traffic with 5% loss + 1% duplication on the links
 # (nftables netdev rules) and frames reordered/delayed by the transport's fault-injection knob; a
-# receiver whose unexpected queue overflows gets the refused messages on its resend requests.
+# receiver whose unexpected queue overflows (its share for one partner, or the whole endpoint's)
+# gets the refused messages on its resend requests.
 set -u
 source "$(dirname "$0")/lib/netns.sh"
 source "$(dirname "$0")/lib/omx.sh"
@@ -66,6 +67,30 @@ omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0
 check "the receiver refused mediums and asked for them again ($(grep -E 'Unexpected Event Queue Full|Resend Asked' "$TMP/ask.counters" | tr -s ' ' | tr '\n' ';'))" \
 	cond 'grep -qE "^[0-9]{3}: +[1-9][0-9]* Unexpected Event Queue Full" "$TMP/ask.counters" &&
 	      grep -qE "^[0-9]{3}: +[1-9][0-9]* Resend Asked" "$TMP/ask.counters"'
+
+# the same when the room that ran out is the endpoint's (512 KiB here), filled by another partner:
+# a second sender that starts once the first has filled it has every message refused and nothing
+# queued of its own, so only the endpoint falling back to half its room can ask it to resend (the
+# senders finish at once, eager sends complete as they leave: closing, they linger until acked)
+GATHER=(OMX_RESEND_DELAY_MS=3600000 OMX_UNEXP_MAX_KB=512 OMX_CLOSE_LINGER_MS=60000)
+omx_host_exec 1 env $(omx_env 1) "${GATHER[@]}" timeout 120 "$P" gather 0 32768 100 2 3 >"$TMP/gather.r.log" 2>&1 &
+R=$!
+omx_host_exec 0 env $(omx_env 0) "${GATHER[@]}" timeout 120 "$P" exchange 0 "${OMX_HOSTNAME[1]}:0" 0 32768 100 send \
+	>"$TMP/gather.0.log" 2>&1 &
+S0=$!
+sleep 1
+omx_host_exec 0 env $(omx_env 0) "${GATHER[@]}" timeout 120 "$P" exchange 1 "${OMX_HOSTNAME[1]}:0" 0 32768 100 send \
+	>"$TMP/gather.1.log" 2>&1
+S1=$?
+wait $S0
+S0=$?
+wait $R
+R=$?
+sed 's/^/  [gather] /' "$TMP/gather.r.log" "$TMP/gather.0.log" "$TMP/gather.1.log" | grep -v "^  \[gather\] OMX:"
+omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/gather.counters" 2>&1
+check "2 x 100 mediums past the endpoint's unexpected room: all through, on resend requests alone ($(grep -E 'Unexpected Event Queue Full|Resend Asked' "$TMP/gather.counters" | tr -s ' ' | tr '\n' ';'))" \
+	cond '[ "$R$S0$S1" = 000 ] && grep -q "gathered 100 from each of 2" "$TMP/gather.r.log" &&
+	      grep -qE "^[0-9]{3}: +[2-9][0-9]* Resend Asked|^[0-9]{3}: +[1-9][0-9]{1,} Resend Asked" "$TMP/gather.counters"'
 
 # lossy links: 5% loss on arrival and 1% duplication on departure, both hosts, plus reordering
 for mtu in 9000 1500; do

@@ -18,6 +18,11 @@
  *                                     staying out of the library for 1 s, so that the sender fills
  *                                     its window and waits); checks the data; prints
  *                                     "exchanged N", or "stalled in round I" after 30 s
+ *   gather EP LEN N SENDERS SECS      open endpoint EP, stay out of the library for SECS s (its
+ *                                     progress thread queues or refuses what arrives), then
+ *                                     receive N messages of LEN from each of SENDERS `exchange ...
+ *                                     send` peers and their end messages; checks the data; prints
+ *                                     "gathered N from each of SENDERS", or "stalled after I"
  *   floodsend HOST EP N LEN CONNECTED / stallrecv LEN CONNECTED GO
  *                                     a same-host sender filling a stalled receiver's ring
  *                                     (see the functions)
@@ -622,6 +627,60 @@ static int exchange(int argc, char **argv)
 	return 0;
 }
 
+static int gather(int argc, char **argv)
+{
+	if (argc < 6)
+		return 2;
+	omx_endpoint_t ep = open_ep((uint32_t)atoi(argv[1]), 0x5EED);
+	size_t len = strtoul(argv[2], NULL, 0);
+	long n = atol(argv[3]), senders = atol(argv[4]);
+	if (senders < 1 || senders > 16)
+		return 2;
+	long got[16] = { 0 };
+	uint32_t who[16];
+	long known = 0;
+	uint8_t *want = malloc(len ? len : 1), *rbuf = malloc(len ? len : 1);
+	fill_pattern(want, len);
+	sleep((unsigned)atoi(argv[5]));
+	for (long i = 0; i < n * senders; i++) {
+		omx_request_t rr;
+		omx_status_t rs = { 0 };
+		memset(rbuf, 0, len);
+		omx_irecv(ep, rbuf, len, 0xEC4A, ~0ull, NULL, &rr);
+		if (!poll_long(ep, &rr, &rs))
+			return printf("stalled after %ld\n", i), 1;
+		if (rs.code != OMX_SUCCESS || rs.xfer_length != len || memcmp(rbuf, want, len))
+			return printf("message %ld: %s, %u bytes\n", i, omx_strerror(rs.code), rs.xfer_length), 1;
+		uint64_t nic;
+		uint32_t idx;
+		omx_decompose_endpoint_addr(rs.addr, &nic, &idx);
+		long k = 0;
+		while (k < known && who[k] != idx)
+			k++;
+		if (k == known) {
+			if (known == senders)
+				return printf("message %ld from an unexpected endpoint %u\n", i, idx), 1;
+			who[known++] = idx;
+		}
+		got[k]++;
+	}
+	for (long k = 0; k < senders; k++) {
+		omx_request_t fr;
+		omx_status_t fs;
+		uint8_t fin;
+		omx_irecv(ep, &fin, 1, 0xF1, ~0ull, NULL, &fr);
+		if (!wait_long(ep, &fr, &fs))
+			return printf("no end handshake\n"), 1;
+		if (got[k] != n)
+			return printf("sender %ld: %ld messages, not %ld\n", k, got[k], n), 1;
+	}
+	printf("gathered %ld from each of %ld\n", n, senders);
+	omx_close_endpoint(ep);
+	free(want);
+	free(rbuf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -638,6 +697,8 @@ int main(int argc, char **argv)
 		return sendloop(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sleepsend"))
 		return sleepsend(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "gather"))
+		return gather(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "floodsend"))
 		return floodsend(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stallrecv"))

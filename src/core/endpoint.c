@@ -546,6 +546,16 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 		poll(pfd, 2, 1);
 		pthread_mutex_lock(&ep->lock);
 	}
+	/* What is still unacked is abandoned: an eager send reported complete may never reach its
+	 * receiver (MX semantics; the original did the same, silently). Counted, and said. */
+	uint32_t unacked = 0;
+	omx_list_for_each_safe(pos, tmp, &ep->resend_list)
+		unacked++;
+	if (unacked) {
+		omx__count_add(ep->board, OMX_C_X_UNACKED_AT_CLOSE, unacked);
+		omx__verbose("endpoint %u closed with %u sends unacked after lingering %u ms (OMX_CLOSE_LINGER_MS)\n",
+			     ep->endpoint_index, unacked, (unsigned)(omx__cfg.close_linger_ns / 1000000u));
+	}
 	/* Flush every owed ack so peers do not retransmit what we already have. */
 	struct omx_partner *p;
 	while ((p = omx_list_first(&ep->ack_list, struct omx_partner, ack_elt)))

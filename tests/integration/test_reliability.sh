@@ -92,6 +92,21 @@ check "2 x 100 mediums past the endpoint's unexpected room: all through, on rese
 	cond '[ "$R$S0$S1" = 000 ] && grep -q "gathered 100 from each of 2" "$TMP/gather.r.log" &&
 	      grep -qE "^[0-9]{3}: +[2-9][0-9]* Resend Asked|^[0-9]{3}: +[1-9][0-9]{1,} Resend Asked" "$TMP/gather.counters"'
 
+# a sender that closes while its eager sends (complete as they left) are still refused: after its
+# linger they are abandoned, counted (Sends Unacked at Close) and said under OMX_VERBOSE
+rm -rf "$TMP/lock0" "$TMP/lock1"
+mkdir -p "$TMP/lock0" "$TMP/lock1"
+omx_host_exec 1 env $(omx_env 1) OMX_UNEXP_MAX_KB=512 timeout 60 "$P" idle -t 4 >"$TMP/abandon.r.log" 2>&1 &
+R=$!
+omx_host_exec 0 env $(omx_env 0) OMX_RESEND_DELAY_MS=3600000 OMX_CLOSE_LINGER_MS=300 OMX_VERBOSE=1 timeout 60 \
+	"$P" exchange 0 "${OMX_HOSTNAME[1]}:0" 0 32768 100 send >"$TMP/abandon.s.log" 2>&1
+S=$?
+wait $R
+omx_host_exec 0 env $(omx_env 0) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/abandon.counters" 2>&1
+check "a sender closing with refused sends counts and reports them ($(grep -E 'Unacked at Close' "$TMP/abandon.counters" | tr -s ' '); $(grep -o 'closed with [0-9]* sends unacked' "$TMP/abandon.s.log"))" \
+	cond '[ "$S" = 0 ] && grep -qE "^[0-9]{3}: +[1-9][0-9]* Sends Unacked at Close" "$TMP/abandon.counters" &&
+	      grep -qE "closed with [1-9][0-9]* sends unacked" "$TMP/abandon.s.log"'
+
 # lossy links: 5% loss on arrival and 1% duplication on departure, both hosts, plus reordering
 for mtu in 9000 1500; do
 	omx_netns_set_mtu $mtu

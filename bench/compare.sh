@@ -47,8 +47,12 @@ for ((r = 0; r < R; r++)); do
 				perf=${mode#omx@}
 				perf=${perf%%+*}/tools/omx_perf
 			fi
+			# -w (blocking waits) is the server's option too: until stop 33 only the client
+			# slept here, and "blocking" A/Bs measured a busy-polling server.
+			srvopt=()
+			[[ " $SZ " == *" -w "* ]] && srvopt=(-w)
 			omx_host_exec 1 env OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[1]}" OMX_LOCK_DIR="$TMP/l1" "${ex[@]}" \
-				taskset -c 1 "$perf" >"$TMP/srv.log" 2>&1 &
+				taskset -c 1 "$perf" "${srvopt[@]}" >"$TMP/srv.log" 2>&1 &
 			s=$!
 			for ((t = 0; t < 100; t++)); do
 				grep -q '^Starting receiver' "$TMP/srv.log" && break

@@ -341,6 +341,8 @@ struct omx_partner {
 	uint32_t last_recv_acknum;
 	struct omx_list partial_recvs; /* mediums being reassembled, oldest seqnum first */
 	struct omx_list early;         /* out-of-order frames, by seqnum */
+	struct omx_list early_elt;     /* on ep->early_partners while it holds early frames */
+	uint64_t early_bytes;          /* the part of unexp_bytes charged for them */
 	uint32_t early_count;
 	uint64_t unexp_bytes; /* charged for its messages on ep->unexp (recv.c) */
 	uint64_t medium_unacked; /* bytes of our medium sends to it in flight (send.c try_send_now) */
@@ -410,6 +412,8 @@ struct omx_endpoint {
 	struct omx_list unexp;
 	uint64_t unexp_bytes; /* charged for unexpected messages (bounded by omx__cfg.unexp_max) */
 	struct omx_list unexp_refused; /* partners refused for room, not asked to resend yet (recv.c) */
+	struct omx_list early_partners; /* partners holding out-of-order frames (recv.c store_early) */
+	uint64_t early_bytes;           /* the part of unexp_bytes charged for them */
 	struct omx_list done;
 	struct omx_list resend_list;  /* NEED_ACK sends by last transmission time */
 	struct omx_list connect_list; /* connect requests by last transmission time */

@@ -58,6 +58,7 @@ struct omx_partner *omx__partner_get(struct omx_endpoint *ep, uint32_t peer_inde
 	omx_list_init(&p->early);
 	omx_list_init(&p->ack_elt);
 	omx_list_init(&p->refused_elt);
+	omx_list_init(&p->early_elt);
 	partner_init_state(p);
 	ep->partners[peer_index][endpoint_index] = p;
 	return p;

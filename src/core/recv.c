@@ -211,22 +211,58 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
  * at once (OMX_TRUC_RESEND_ASK). A partner refused because *other* partners filled the endpoint
  * may have nothing queued itself, so no consumption of its own would ever ask it: refused
  * partners wait on ep->unexp_refused, and the endpoint falling back to half its room asks them. */
-static int unexp_room(struct omx_endpoint *ep, struct omx_partner *p, uint32_t cost)
+static void refuse(struct omx_endpoint *ep, struct omx_partner *p)
 {
-	if (ep->unexp_bytes + cost <= omx__cfg.unexp_max && p->unexp_bytes + cost <= omx__cfg.unexp_peer_max)
-		return 1;
-	omx__count(ep->board, OMX_C_UNEXP_QUEUE_FULL);
 	if (!p->unexp_refused) {
 		p->unexp_refused = 1;
 		omx_list_add_tail(&ep->unexp_refused, &p->refused_elt);
 	}
+}
+
+/* Out-of-order frames are held against the same room, but they wait for a message before them:
+ * holding it, they would keep that message out for ever (a receiver with 64 early frames of one
+ * partner filling its 512 KiB stopped there, every resend of the missing message refused in turn:
+ * stop 33). An in-sequence message that does not fit therefore drops early frames first, its
+ * partner's, then other partners' while the endpoint's room is short; their senders are asked
+ * again like any refused partner. */
+static void evict_early(struct omx_endpoint *ep, struct omx_partner *q)
+{
+	refuse(ep, q);
+	omx__count_add(ep->board, OMX_C_X_DROP_EARLY_FULL, q->early_count);
+	omx__early_drop_all(q);
+}
+
+static int fits(struct omx_endpoint *ep, struct omx_partner *p, uint32_t cost)
+{
+	return ep->unexp_bytes + cost <= omx__cfg.unexp_max && p->unexp_bytes + cost <= omx__cfg.unexp_peer_max;
+}
+
+static int unexp_room(struct omx_endpoint *ep, struct omx_partner *p, uint32_t cost, int in_sequence)
+{
+	if (fits(ep, p, cost))
+		return 1;
+	if (in_sequence) {
+		if (p->early_count)
+			evict_early(ep, p);
+		struct omx_partner *q;
+		while (ep->unexp_bytes + cost > omx__cfg.unexp_max &&
+		       (q = omx_list_first(&ep->early_partners, struct omx_partner, early_elt)))
+			evict_early(ep, q);
+		if (fits(ep, p, cost))
+			return 1;
+	}
+	omx__count(ep->board, OMX_C_UNEXP_QUEUE_FULL);
+	refuse(ep, p);
 	return 0;
 }
 
-/* Room is back for a partner we refused: ask it to resend (with an immediate liback). */
+/* Room is back for a partner we refused: ask it to resend (with an immediate liback). Early
+ * frames do not count: they give way to in-sequence messages, and they may be waiting for the
+ * very message this asks for. */
 static void unexp_room_back(struct omx_endpoint *ep, struct omx_partner *p)
 {
-	if (!p->unexp_refused || p->unexp_bytes > omx__cfg.unexp_peer_max / 2 || ep->unexp_bytes > omx__cfg.unexp_max / 2)
+	if (!p->unexp_refused || p->unexp_bytes - p->early_bytes > omx__cfg.unexp_peer_max / 2 ||
+	    ep->unexp_bytes - ep->early_bytes > omx__cfg.unexp_max / 2)
 		return;
 	p->unexp_refused = 0;
 	omx_list_del(&p->refused_elt);
@@ -241,7 +277,7 @@ static void unexp_uncharged(struct omx_endpoint *ep, struct omx_partner *p)
 {
 	if (p)
 		unexp_room_back(ep, p);
-	if (omx_list_empty(&ep->unexp_refused) || ep->unexp_bytes > omx__cfg.unexp_max / 2)
+	if (omx_list_empty(&ep->unexp_refused) || ep->unexp_bytes - ep->early_bytes > omx__cfg.unexp_max / 2)
 		return;
 	struct omx_list *pos, *tmp;
 	omx_list_for_each_safe(pos, tmp, &ep->unexp_refused)
@@ -253,6 +289,8 @@ void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len)
 	uint32_t c = (uint32_t)(sizeof(struct omx_early) + frame_len);
 	p->ep->unexp_bytes -= c;
 	p->unexp_bytes -= c;
+	p->ep->early_bytes -= c;
+	p->early_bytes -= c;
 	unexp_uncharged(p->ep, p);
 }
 
@@ -282,7 +320,7 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 	}
 	/* Checked before the unexpected handler, which must see each message once. */
 	uint32_t cost = (pkt->ptype == OMX_PT_RNDV ? 0 : len) + (uint32_t)sizeof(*r); /* payload copy + request */
-	if (!unexp_room(ep, p, cost))
+	if (!unexp_room(ep, p, cost, 1))
 		return 0;
 	const void *data = NULL;
 	if (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL ||
@@ -351,7 +389,7 @@ static void store_early(struct omx_partner *p, uint16_t seq, const struct omx_pk
 	/* Out-of-order frames are held against the same memory bounds as unexpected messages. */
 	struct omx_endpoint *ep = p->ep;
 	uint32_t cost = (uint32_t)(sizeof(struct omx_early) + len);
-	if (!unexp_room(ep, p, cost))
+	if (!unexp_room(ep, p, cost, 0))
 		return;
 	omx_list_for_each_safe(pos, tmp, &p->early) {
 		struct omx_early *e = omx_container_of(pos, struct omx_early, elt);
@@ -372,12 +410,15 @@ static void store_early(struct omx_partner *p, uint16_t seq, const struct omx_pk
 	memcpy(e->frame, frame, len);
 	ep->unexp_bytes += cost;
 	p->unexp_bytes += cost;
+	ep->early_bytes += cost;
+	p->early_bytes += cost;
 	/* insert before `before` */
 	e->elt.next = before;
 	e->elt.prev = before->prev;
 	before->prev->next = &e->elt;
 	before->prev = &e->elt;
-	p->early_count++;
+	if (!p->early_count++)
+		omx_list_add_tail(&ep->early_partners, &p->early_elt);
 }
 
 static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt,
@@ -391,7 +432,8 @@ static void drain_early(struct omx_endpoint *ep, struct omx_partner *p)
 		if (d > omx_seq_diff(p->next_match_seq, p->next_complete_seq))
 			break;
 		omx_list_del(&e->elt);
-		p->early_count--;
+		if (!--p->early_count)
+			omx_list_del(&p->early_elt);
 		omx__early_uncharge(p, e->len);
 		struct omx_pkt pkt;
 		if (omx_wire_decode(omx__wp_for(ep, p->mac), e->frame, e->len, &pkt) == OMX_WIRE_OK)
@@ -409,6 +451,7 @@ void omx__early_drop_all(struct omx_partner *p)
 		free(e);
 	}
 	p->early_count = 0;
+	omx_list_del(&p->early_elt);
 }
 
 /* ---- sequenced packets: TINY SMALL MEDIUM RNDV NOTIFY ---- */

@@ -683,6 +683,9 @@ static int gather(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* Line by line: a failing mode returns early with its reason on stdout, and a sanitizer's
+	 * report at exit (a leak on that early path) must not swallow it. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2) {
 		fprintf(stderr, "usage: omx_faultprog serve|connect|sendloop|inject ...\n");
 		return 2;

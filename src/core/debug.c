@@ -37,14 +37,6 @@ void omx__debug_signal_install(void)
 		omx__warn("OMX_DEBUG_SIGNAL: cannot handle signal %d\n", omx__cfg.debug_signal_num);
 }
 
-static unsigned list_len(const struct omx_list *h)
-{
-	unsigned n = 0;
-	for (const struct omx_list *e = h->next; e != h; e = e->next)
-		n++;
-	return n;
-}
-
 static const char *type_name(enum omx_req_type t)
 {
 	static const char *const names[] = { "send-tiny", "send-small", "send-medium", "send-large",
@@ -64,15 +56,15 @@ static void dump_partner(const struct omx_partner *p, uint64_t now)
 	       p->endpoint_index, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5],
 	       p->is_self ? " (self)" : "", p->gen);
 	printf("    sessions: true 0x%08x back 0x%08x; connect seqnum %u, %u connect(s) pending\n", p->true_session,
-	       p->back_session, p->connect_seqnum, list_len(&p->connects));
+	       p->back_session, p->connect_seqnum, omx_list_len(&p->connects));
 	printf("    send: next seq 0x%04x, oldest unacked 0x%04x, %u not acked, %u throttled, %u waiting for "
 	       "NOTIFY, last acknum %u\n",
-	       p->next_send_seq, p->next_acked_seq, list_len(&p->non_acked), list_len(&p->throttled),
-	       list_len(&p->need_notify), p->last_send_acknum);
+	       p->next_send_seq, p->next_acked_seq, omx_list_len(&p->non_acked), omx_list_len(&p->throttled),
+	       omx_list_len(&p->need_notify), p->last_send_acknum);
 	printf("    recv: next match 0x%04x, next complete 0x%04x, last acked 0x%04x, acknum %u, %u partial, "
 	       "%u early, %llu unexpected bytes; ack owed: %s%s",
 	       p->next_match_seq, p->next_complete_seq, p->last_acked_recv_seq, p->last_recv_acknum,
-	       list_len(&p->partial_recvs), p->early_count, (unsigned long long)p->unexp_bytes,
+	       omx_list_len(&p->partial_recvs), p->early_count, (unsigned long long)p->unexp_bytes,
 	       p->ack_state == 0 ? "no" : p->ack_state == 1 ? "delayed" : "now",
 	       omx_list_linked(&p->ack_elt) ? "" : " (not queued)");
 	if (p->ack_state)
@@ -104,10 +96,10 @@ static void dump_endpoint(struct omx_endpoint *ep)
 	printf("  queues: %u posted receives, %u unexpected (%llu bytes), %u done, %u waiting for an ack, "
 	       "%u connecting, %u partners owing an ack, %u live requests, %u large sends, %u pulls, "
 	       "%u self sends held back\n",
-	       list_len(&ep->posted_recvs), list_len(&ep->unexp), (unsigned long long)ep->unexp_bytes,
-	       list_len(&ep->done), list_len(&ep->resend_list), list_len(&ep->connect_list),
-	       list_len(&ep->ack_list), list_len(&ep->all_reqs), ep->large_sends, list_len(&ep->pull_list),
-	       list_len(&ep->self_deferred));
+	       omx_list_len(&ep->posted_recvs), omx_list_len(&ep->unexp), (unsigned long long)ep->unexp_bytes,
+	       omx_list_len(&ep->done), omx_list_len(&ep->resend_list), omx_list_len(&ep->connect_list),
+	       omx_list_len(&ep->ack_list), omx_list_len(&ep->all_reqs), ep->large_sends, omx_list_len(&ep->pull_list),
+	       omx_list_len(&ep->self_deferred));
 	uint64_t nap_end = __atomic_load_n(&ep->progress_nap_end_ns, __ATOMIC_RELAXED);
 	printf("  progress: thread %s", ep->progress_started ? "on" : "off");
 	if (nap_end)

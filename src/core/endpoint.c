@@ -549,9 +549,7 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	}
 	/* What is still unacked is abandoned: an eager send reported complete may never reach its
 	 * receiver (MX semantics; the original did the same, silently). Counted, and said. */
-	uint32_t unacked = 0;
-	omx_list_for_each_safe(pos, tmp, &ep->resend_list)
-		unacked++;
+	unsigned unacked = omx_list_len(&ep->resend_list);
 	if (unacked) {
 		omx__count_add(ep->board, OMX_C_X_UNACKED_AT_CLOSE, unacked);
 		omx__verbose("endpoint %u closed with %u sends unacked after lingering %u ms (OMX_CLOSE_LINGER_MS)\n",

@@ -26,6 +26,14 @@ static inline int omx_list_linked(const struct omx_list *e)
 	return e->next != e;
 }
 
+static inline unsigned omx_list_len(const struct omx_list *h)
+{
+	unsigned n = 0;
+	for (const struct omx_list *e = h->next; e != h; e = e->next)
+		n++;
+	return n;
+}
+
 static inline void omx_list_add_tail(struct omx_list *h, struct omx_list *e)
 {
 	e->prev = h->prev;

@@ -271,12 +271,10 @@ static void unexp_room_back(struct omx_endpoint *ep, struct omx_partner *p)
 	omx__schedule_ack(p, 1, ep->now_ns);
 }
 
-/* The endpoint's unexpected bytes went down (by p's messages, or p is NULL): p first, then every
- * other refused partner once the endpoint is back to half its room. */
-static void unexp_uncharged(struct omx_endpoint *ep, struct omx_partner *p)
+/* The endpoint's unexpected bytes went down: once it is back to half its room, every refused
+ * partner (all are on ep->unexp_refused) that is back to half its own share is asked. */
+static void unexp_uncharged(struct omx_endpoint *ep)
 {
-	if (p)
-		unexp_room_back(ep, p);
 	if (omx_list_empty(&ep->unexp_refused) || ep->unexp_bytes - ep->early_bytes > omx__cfg.unexp_max / 2)
 		return;
 	struct omx_list *pos, *tmp;
@@ -291,7 +289,7 @@ void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len)
 	p->unexp_bytes -= c;
 	p->ep->early_bytes -= c;
 	p->early_bytes -= c;
-	unexp_uncharged(p->ep, p);
+	unexp_uncharged(p->ep);
 }
 
 void omx__unexp_uncharge(union omx_request *r)
@@ -303,7 +301,7 @@ void omx__unexp_uncharge(union omx_request *r)
 	r->s.u.recv.unexp_charge = 0;
 	if (r->s.partner)
 		r->s.partner->unexp_bytes -= c;
-	unexp_uncharged(r->s.ep, r->s.partner);
+	unexp_uncharged(r->s.ep);
 }
 
 /* New in-sequence message: match it, offer it to the handler, or queue it as unexpected.

@@ -20,6 +20,7 @@
 #include "core/testhooks.h"
 
 #define UNIT_PUMP pump
+#define UNIT_MEMNET
 #include "unit_check.h"
 
 #define COUNT 400
@@ -49,18 +50,10 @@ int main(void)
 	setenv("OMX_RESEND_DELAY_MS", "3600000", 1); /* only resend requests bring refused messages back */
 	setenv("OMX_PROGRESS_THREAD", "0", 1);
 	setenv("OMX_UNEXP_MAX_KB", "96", 1);
-	struct omx_memnet *hub = omx_memnet_create();
-	omx__test_set_memnet(hub, 9000);
-	CHECK(omx_init() == OMX_SUCCESS);
-	CHECK(omx_open_endpoint(0, 0, 0x77, NULL, 0, &A) == OMX_SUCCESS);
-	CHECK(omx_open_endpoint(1, 0, 0x77, NULL, 0, &B) == OMX_SUCCESS);
-	uint64_t nic_a;
+	omx_endpoint_addr_t b2a;
+	struct omx_memnet *hub = unit_memnet_pair(&B, &A, &b2a); /* B on mem0 sends to A on mem1 */
 	omx_request_t r;
 	omx_status_t st;
-	CHECK(omx_board_number_to_nic_id(0, &nic_a) == OMX_SUCCESS);
-	CHECK(omx_iconnect(B, nic_a, 0, 0x77, 0, NULL, &r) == OMX_SUCCESS);
-	CHECK(wait_req(B, &r, &st, 5000) && st.code == OMX_SUCCESS);
-	omx_endpoint_addr_t b2a = st.addr;
 
 	static uint8_t sbuf[COUNT][MSG_LEN], rbuf[MSG_LEN];
 	int sent = 0, got = 0;

@@ -34,12 +34,6 @@ static void pump(void)
 	omx_progress(B);
 }
 
-static void fill(uint8_t *b, size_t n, uint64_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)((seed * 2654435761u) >> 11 ^ i * 7);
-}
-
 int main(void)
 {
 	char dir[] = "/tmp/omx-test-XXXXXX";
@@ -60,7 +54,7 @@ int main(void)
 	for (int i = 0; i < COUNT; i++) {
 		/* B runs ahead: four new messages for each one A takes. */
 		for (int k = 0; k < 4 && sent < COUNT; k++, sent++) {
-			fill(sbuf[sent], MSG_LEN, (uint64_t)sent + 1);
+			unit_fill(sbuf[sent], MSG_LEN, (uint64_t)sent + 1);
 			CHECK(omx_isend(B, sbuf[sent], MSG_LEN, b2a, 0xE000 + (uint64_t)sent, NULL, NULL) == OMX_SUCCESS);
 		}
 		for (int k = 0; k < 8; k++)

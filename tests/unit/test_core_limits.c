@@ -47,12 +47,6 @@ static void pump_ms(int ms)
 		pump();
 }
 
-static void fill(uint8_t *b, size_t n, uint64_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)((seed * 2654435761u) >> 11 ^ i * 7);
-}
-
 static omx_endpoint_addr_t connect_to_a(omx_endpoint_t from)
 {
 	uint64_t nic_a;
@@ -163,7 +157,7 @@ static void throttled_medium(omx_endpoint_t from, omx_endpoint_addr_t to)
 	omx_status_t st;
 	uint32_t res = 2;
 	uint8_t t = 0x5a;
-	fill(mb[0], MSG_LEN, 7001);
+	unit_fill(mb[0], MSG_LEN, 7001);
 	CHECK(omx_isend(from, mb[0], MSG_LEN, to, 0xE000, NULL, &ms[0]) == OMX_SUCCESS);
 	CHECK(omx_ibuffered(from, &ms[0], &res) == OMX_SUCCESS && res == 1);
 	int posted = 0;
@@ -171,7 +165,7 @@ static void throttled_medium(omx_endpoint_t from, omx_endpoint_addr_t to)
 		posted += omx_isend(from, &t, 1, to, 0xD0000 + (uint64_t)i, NULL, &tiny[i]) == OMX_SUCCESS;
 	CHECK(posted == W - 1);
 	for (int k = 1; k < M; k++) {
-		fill(mb[k], MSG_LEN, 7001u + (uint64_t)k);
+		unit_fill(mb[k], MSG_LEN, 7001u + (uint64_t)k);
 		CHECK(omx_isend(from, mb[k], MSG_LEN, to, 0xE000 + (uint64_t)k, NULL, &ms[k]) == OMX_SUCCESS);
 		omx_progress(from);
 		res = 2;
@@ -179,7 +173,7 @@ static void throttled_medium(omx_endpoint_t from, omx_endpoint_addr_t to)
 		CHECK(omx_test(from, &ms[k], &st, &res) == OMX_SUCCESS && res == 0);
 	}
 	memcpy(expect, mb, sizeof(mb));
-	fill(mb[M - 1], MSG_LEN, 9999); /* allowed: not buffered yet */
+	unit_fill(mb[M - 1], MSG_LEN, 9999); /* allowed: not buffered yet */
 	memcpy(expect[M - 1], mb[M - 1], MSG_LEN);
 	posted = 0;
 	for (int i = 0; i < W - 1; i++)
@@ -235,7 +229,7 @@ int main(void)
 	omx_request_t sreq[FLOOD], rreq[FLOOD];
 	omx_status_t st;
 	for (int i = 0; i < FLOOD; i++) {
-		fill(sbuf[i], MSG_LEN, (uint64_t)i + 1);
+		unit_fill(sbuf[i], MSG_LEN, (uint64_t)i + 1);
 		CHECK(omx_isend(B, sbuf[i], MSG_LEN, b2a, 0xB000 + (uint64_t)i, NULL, &sreq[i]) == OMX_SUCCESS);
 	}
 	pump_ms(400); /* many resend rounds (20 ms) */
@@ -252,7 +246,7 @@ int main(void)
 	static uint8_t cs[OTHERS][MSG_LEN], cr[OTHERS][MSG_LEN];
 	omx_request_t csr[OTHERS], crr[OTHERS];
 	for (int i = 0; i < OTHERS; i++) {
-		fill(cs[i], MSG_LEN, 1000u + (uint64_t)i);
+		unit_fill(cs[i], MSG_LEN, 1000u + (uint64_t)i);
 		CHECK(omx_isend(C, cs[i], MSG_LEN, c2a, 0xC000 + (uint64_t)i, NULL, &csr[i]) == OMX_SUCCESS);
 	}
 	pump_ms(50);

@@ -46,6 +46,13 @@ static inline int unit_finish(const char *dir)
 	return failed != 0;
 }
 
+/* A payload that differs per message (seed) and per byte, for checking data end to end. */
+static inline void unit_fill(unsigned char *b, size_t n, unsigned long long seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)((seed * 2654435761u) >> 11 ^ i * 7);
+}
+
 #ifdef UNIT_PUMP
 #include <stdint.h>
 #include "open-mx.h"

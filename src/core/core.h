@@ -369,8 +369,8 @@ struct omx_region {
 #define OMX_EP_MAGIC 0x4f4d5845u
 #define OMX_EP_DEAD 0xdeadeeeeu
 /* OMX_RX_SPLIT=auto: interfaces of at least this MTU get the adaptive pull-reply lanes. At 9000 a
- * read per 9 KB frame pays for ping-pongs too on the AMD VM (4 MiB +6-13%, one-way streams -2-5%,
- * stop 33), where stop 24 had measured a loss on the Intel VM; below, frames of 1.5-4 KB are not
+ * read per 9 KB frame pays for ping-pongs too on the AMD VM (4 MiB +12-15% busy, even blocking;
+ * one-way streams -2-5%, stop 33), where stop 24 had measured a loss on the Intel VM; below, frames of 1.5-4 KB are not
  * worth a system call each (docs/tuning.md). */
 #define OMX_RX_SPLIT_AUTO_MTU 9000u
 /* ...and a pull takes the split lane when this side sent pull replies this recently. */

@@ -353,6 +353,9 @@ struct omx_partner {
 	int ack_state; /* 0 none, 1 delayed, 2 immediate */
 	uint64_t ack_since_ns;
 	struct omx_list ack_elt;
+	/* acks received: a piggybacked one not taken yet (send.c, omx__ack_defer) */
+	uint16_t ack_deferred_seq;
+	struct omx_list ack_deferred_elt; /* on ep->acks_deferred while it waits */
 	uint32_t wire_mtu; /* peer's frame MTU from the handshake (0 unknown) */
 	uint8_t same_host; /* send.c's same_host(): 0 not looked yet, 1 an endpoint of this host with
 			     a shared-memory ring on our side, 2 not (fixed for the partner's life) */
@@ -418,6 +421,7 @@ struct omx_endpoint {
 	struct omx_list resend_list;  /* NEED_ACK sends by last transmission time */
 	struct omx_list connect_list; /* connect requests by last transmission time */
 	struct omx_list ack_list;     /* partners owing an ack */
+	struct omx_list acks_deferred; /* partners whose piggybacked ack waits (omx__ack_defer) */
 	struct omx_list all_reqs;
 	struct omx_list self_deferred; /* self sends posted while the unexpected handler ran (send.c) */
 	union omx_request *req_cache; /* freed requests kept for reuse (request.c) */
@@ -647,6 +651,10 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 			    omx_endpoint_addr_t dest, uint64_t match, void *context, omx_request_t *request,
 			    int synchronous);
 void omx__ack_received(struct omx_partner *p, uint16_t ack);
+/* A piggybacked ack, taken by the next progress pass (or at the end of this one if it completes
+ * nothing): see send.c. */
+void omx__ack_defer(struct omx_partner *p, uint16_t ack);
+void omx__acks_deferred_take(struct omx_endpoint *ep);
 void omx__resend_due(struct omx_endpoint *ep, uint64_t now);
 void omx__send_acks(struct omx_endpoint *ep, uint64_t now);
 void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now);

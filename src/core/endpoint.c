@@ -199,6 +199,7 @@ static struct omx_endpoint *endpoint_alloc(void)
 	omx_list_init(&ep->resend_list);
 	omx_list_init(&ep->connect_list);
 	omx_list_init(&ep->ack_list);
+	omx_list_init(&ep->acks_deferred);
 	omx_list_init(&ep->all_reqs);
 	omx_list_init(&ep->self_deferred);
 	omx_list_init(&ep->pull_list);

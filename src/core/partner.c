@@ -57,6 +57,7 @@ struct omx_partner *omx__partner_get(struct omx_endpoint *ep, uint32_t peer_inde
 	omx_list_init(&p->partial_recvs);
 	omx_list_init(&p->early);
 	omx_list_init(&p->ack_elt);
+	omx_list_init(&p->ack_deferred_elt);
 	omx_list_init(&p->refused_elt);
 	omx_list_init(&p->early_elt);
 	partner_init_state(p);
@@ -160,6 +161,7 @@ void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mod
 	p->early_count = 0;
 	omx_list_del(&p->ack_elt);
 	p->ack_state = 0;
+	omx_list_del(&p->ack_deferred_elt); /* of the old session: its sends are gone */
 	omx_list_del(&p->refused_elt);
 	p->unexp_refused = 0;
 	p->medium_unacked = 0;

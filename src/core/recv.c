@@ -466,7 +466,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 		return; /* obsolete session */
 	if (p->next_send_seq == OMX_SEQ_UNCONNECTED || omx_seq_sesnum(piggy) != omx_seq_sesnum(p->next_send_seq))
 		return;
-	omx__ack_received(p, piggy);
+	omx__ack_defer(p, piggy);
 
 	uint16_t idx = omx_seq_diff(s, p->next_complete_seq);
 	uint16_t max = omx_seq_diff(p->next_match_seq, p->next_complete_seq);

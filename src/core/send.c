@@ -302,6 +302,38 @@ void omx__ack_received(struct omx_partner *p, uint16_t ack)
 	omx__release_throttled(p);
 }
 
+/*
+ * The ack a message carries frees our sends it covers (their copies, resend timers, request
+ * slots) and lets throttled ones go: work nobody waits for when the message itself completes a
+ * receive, as in a ping-pong, where it stood between the frame and the application's next send
+ * (~250 instructions of a same-host hop, bench/self_pingpong). So it is taken at the start of
+ * the next progress pass (the next omx_test, or the pass a send runs after its frame is out),
+ * or at the end of this one if the pass completed nothing; omx__next_timer says "now" while one
+ * waits, so no wait sleeps on it. Acks are cumulative but replayed early frames carry older
+ * ones: a second one from the partner first takes the one waiting, so every ack is taken in the
+ * order it came, as before.
+ */
+void omx__ack_defer(struct omx_partner *p, uint16_t ack)
+{
+	if (omx_list_linked(&p->ack_deferred_elt)) {
+		omx__ack_received(p, p->ack_deferred_seq);
+	} else {
+		if (ack == p->next_acked_seq)
+			return; /* nothing new (taken now: it could not be older than this) */
+		omx_list_add_tail(&p->ep->acks_deferred, &p->ack_deferred_elt);
+	}
+	p->ack_deferred_seq = ack;
+}
+
+void omx__acks_deferred_take(struct omx_endpoint *ep)
+{
+	struct omx_partner *p;
+	while ((p = omx_list_first(&ep->acks_deferred, struct omx_partner, ack_deferred_elt))) {
+		omx_list_del(&p->ack_deferred_elt);
+		omx__ack_received(p, p->ack_deferred_seq);
+	}
+}
+
 /* The receiver refused some of our messages (its unexpected queue was full) and has room again:
  * retransmit the unacked ones now, oldest first, up to half of what a partner may queue there
  * (our own OMX_UNEXP_PEER_MAX_KB: peers normally share a configuration); what it refuses again

@@ -37,6 +37,8 @@ void omx__notify_waiters(struct omx_endpoint *ep)
 static void progress_pass(struct omx_endpoint *ep, uint64_t now)
 {
 	uint64_t c0 = ep->completions;
+	if (!omx_list_empty(&ep->acks_deferred))
+		omx__acks_deferred_take(ep);
 	omx__debug_check(ep);
 	if (!omx_list_empty(&ep->self_deferred))
 		omx__self_deferred_drain(ep);
@@ -85,6 +87,8 @@ static void progress_pass(struct omx_endpoint *ep, uint64_t now)
 timers_done:
 	if (ep->completions != c0)
 		omx__notify_waiters(ep);
+	else if (!omx_list_empty(&ep->acks_deferred))
+		omx__acks_deferred_take(ep);
 }
 
 void omx__progress(struct omx_endpoint *ep)
@@ -104,6 +108,8 @@ void omx__progress_clocked(struct omx_endpoint *ep)
 uint64_t omx__next_timer(struct omx_endpoint *ep)
 {
 	uint64_t t = UINT64_MAX;
+	if (!omx_list_empty(&ep->acks_deferred))
+		return 0;
 	union omx_request *r;
 	r = (union omx_request *)omx_list_first(&ep->resend_list, omx_req_t, timer_elt);
 	if (r && r->s.last_send_ns + omx__cfg.resend_delay_ns < t)

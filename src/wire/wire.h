@@ -271,6 +271,13 @@ struct omx_pkt {
  */
 enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_t *frame, size_t len,
 				  struct omx_pkt *out);
+/*
+ * The commonest frames, TINY and SMALL (the same in every mode), decoded without the rest: 1 if
+ * the frame is one omx_wire_decode accepts, with the head, u.msg, payload and payload_len set
+ * as it sets them (the other members of the union are left as they were); 0 for anything else,
+ * *out then meaningless (decode it with omx_wire_decode). The fuzzer holds the two together.
+ */
+int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out);
 
 /*
  * Encode a whole frame into buf: Ethernet header, peer index, body header, payload, then zero

@@ -285,6 +285,24 @@ static enum omx_wire_err dec_raw(const uint8_t *b, size_t blen, struct omx_pkt *
 	return OMX_WIRE_OK;
 }
 
+int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
+{
+	if (!frame || len < OMX_HEAD_LEN + OMX_BODY_MSG_LEN || omx_get16(frame + OMX_OFF_ETHERTYPE) != OMX_ETHERTYPE)
+		return 0;
+	uint8_t ptype = frame[OMX_OFF_PTYPE];
+	if (ptype != OMX_PT_TINY && ptype != OMX_PT_SMALL)
+		return 0;
+	memcpy(out->dst_mac, frame, 6);
+	memcpy(out->src_mac, frame + 6, 6);
+	out->peer_index = omx_get16(frame + OMX_OFF_PEER_INDEX);
+	out->ptype = ptype;
+	memset(&out->u.msg, 0, sizeof(out->u.msg));
+	out->payload = NULL;
+	out->payload_len = 0;
+	return dec_tiny_small(frame + OMX_HEAD_LEN, len - OMX_HEAD_LEN, ptype == OMX_PT_TINY ? OMX_TINY_MAX : OMX_SMALL_MAX,
+			      out) == OMX_WIRE_OK;
+}
+
 enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_t *frame, size_t len,
 				  struct omx_pkt *out)
 {

@@ -384,18 +384,22 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	 * trip: 9-64 B messages 0.40-0.43 -> 0.20-0.26 us, 4 KiB 1.01-1.04 -> 0.82-0.89 us.
 	 */
 	const size_t head = SLOT_HEAD_BYTES;
-	size_t off = 0;
-	for (unsigned i = 0; i < iovcnt; i++) {
-		size_t n = iov[i].iov_len, skip = off < head ? head - off : 0;
-		if (skip < n)
-			omx_memcpy(s->data + off + skip, (const uint8_t *)iov[i].iov_base + skip, n - skip);
-		off += n;
-	}
-	off = 0;
-	for (unsigned i = 0; i < iovcnt && off < head; i++) {
-		size_t n = iov[i].iov_len < head - off ? iov[i].iov_len : head - off;
-		memcpy(s->data + off, iov[i].iov_base, n);
-		off += n;
+	if (iovcnt == 1 && len <= head) {
+		memcpy(s->data, iov[0].iov_base, len); /* a tiny frame: the first line only */
+	} else {
+		size_t off = 0;
+		for (unsigned i = 0; i < iovcnt; i++) {
+			size_t n = iov[i].iov_len, skip = off < head ? head - off : 0;
+			if (skip < n)
+				omx_memcpy(s->data + off + skip, (const uint8_t *)iov[i].iov_base + skip, n - skip);
+			off += n;
+		}
+		off = 0;
+		for (unsigned i = 0; i < iovcnt && off < head; i++) {
+			size_t n = iov[i].iov_len < head - off ? iov[i].iov_len : head - off;
+			memcpy(s->data + off, iov[i].iov_base, n);
+			off += n;
+		}
 	}
 	__atomic_store_n(&s->pid, r->pid, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);

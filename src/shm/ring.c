@@ -34,7 +34,7 @@
 #include "shm/ring_layout.h"
 
 #define STALL_NS 1000000000ull
-#define TAIL_CHECK 1024u
+#define TAIL_CHECK 16384u
 
 const char *omx_shm_dir(void)
 {
@@ -442,15 +442,17 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 		}
 		if (seq != pos)
 			break; /* empty */
-		/* The slot is free for this round: empty, or claimed but not published yet. A claim
-		 * is seen from the claimer's pid in the slot (in the line we are polling anyway, written
-		 * just before the publication) or from the tail, on a line every producer writes, read
-		 * only once every TAIL_CHECK empty polls: reading it on every poll would cost each
-		 * producer a cache miss per frame. */
-		if (!__atomic_load_n(&s->pid, __ATOMIC_RELAXED) && !r->stall_since && ++r->empty_polls < TAIL_CHECK)
+		/* The slot is free for this round: empty, or claimed but not published yet (the
+		 * claimer's pid, written just before the publication, may show already). Either way a
+		 * live producer publishes within nanoseconds: whether one died holding the slot is
+		 * looked into once every TAIL_CHECK polls only. The tail is on a line every producer
+		 * writes, so each read of it costs the next push a miss, and a stall starts with a
+		 * clock read: done whenever a pid showed, this took 6% of a busy ping-pong's polls
+		 * (docs/performance.md, stop 34). */
+		if (!r->stall_since && ++r->empty_polls < TAIL_CHECK)
 			break;
 		r->empty_polls = 0;
-		if (__atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) == pos)
+		if (!__atomic_load_n(&s->pid, __ATOMIC_RELAXED) && __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) == pos)
 			break; /* empty */
 		/* Claimed, not published yet. */
 		uint64_t now = omx_shm_now_ns();
@@ -484,7 +486,7 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 	if (seq != pos + 1) {
 		if (seq != pos)
 			return 0;
-		if (!__atomic_load_n(&s->pid, __ATOMIC_RELAXED) && !r->stall_since && r->empty_polls + 1 < TAIL_CHECK) {
+		if (!r->stall_since && r->empty_polls + 1 < TAIL_CHECK) {
 			r->empty_polls++;
 			return 0;
 		}
@@ -495,8 +497,15 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 int omx_shm_ring_arm(struct omx_shm_ring *r)
 {
 	__atomic_store_n(&r->h->waiting, 1, __ATOMIC_SEQ_CST);
-	uint64_t seq = __atomic_load_n(&slot_at(r, r->head)->seq, __ATOMIC_SEQ_CST);
-	if (seq == r->head + 1 || r->stall_since) {
+	struct slot *s = slot_at(r, r->head);
+	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST);
+	/* A slot claimed but not published: do not sleep past it (its producer may be dead, and
+	 * the polls would look into that only every TAIL_CHECK): the next poll does. */
+	int claimed = seq == r->head && (__atomic_load_n(&s->pid, __ATOMIC_RELAXED) ||
+					 __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) != r->head);
+	if (seq == r->head + 1 || r->stall_since || claimed) {
+		if (claimed && !r->stall_since)
+			r->empty_polls = TAIL_CHECK;
 		__atomic_store_n(&r->h->waiting, 0, __ATOMIC_SEQ_CST);
 		return 1;
 	}

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shm/ring_layout.h" /* dead_producer claims a slot as a producer would */
 #include "shm/shm.h"
 
 static int failures;
@@ -284,6 +285,71 @@ static void multi_producer(void)
 	}
 	CHECK(st.bad == 0);
 	CHECK(omx_shm_ring_skipped(own) == 0);
+	omx_shm_ring_close(own);
+}
+
+/* A frame's bytes, kept by dead_producer's consumer. */
+struct one_frame {
+	int n;
+	uint8_t data[64];
+	size_t len;
+};
+
+static void keep_frame(void *arg, const uint8_t *f, size_t len)
+{
+	struct one_frame *o = arg;
+	o->n++;
+	o->len = len < sizeof(o->data) ? len : sizeof(o->data);
+	memcpy(o->data, f, o->len);
+}
+
+/* Producers that die holding a slot they claimed, before publishing it: with their pid written
+ * (the slot is skipped once the pid is gone) and before it (after the stall time). The frames
+ * behind come through, the skip is counted, and the consumer does not go to sleep past such a
+ * slot (arm says there is work). */
+static void dead_producer(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 9 };
+	int err = 0;
+	struct omx_shm_ring *own = omx_shm_ring_create(mac, 6, 2048, 64 << 10, 1, &err);
+	struct omx_shm_ring *prod = own ? omx_shm_ring_attach(mac, 6, &err) : NULL;
+	CHECK(own != NULL && prod != NULL);
+	if (!own || !prod)
+		return;
+	for (int with_pid = 1; with_pid >= 0; with_pid--) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct omx_shm_ring *r = omx_shm_ring_attach(mac, 6, &err);
+			if (!r)
+				_exit(10);
+			uint64_t pos = __atomic_load_n(&r->h->tail, __ATOMIC_RELAXED);
+			if (!__atomic_compare_exchange_n(&r->h->tail, &pos, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+				_exit(11);
+			struct slot *sl = (struct slot *)(r->slots + (size_t)(pos & r->mask) * r->stride);
+			if (with_pid)
+				__atomic_store_n(&sl->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+			_exit(0); /* claimed, never published */
+		}
+		int status = 0;
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		CHECK(omx_shm_ring_arm(own) == 1); /* a claimed slot: no sleeping */
+		uint8_t frame[40];
+		memset(frame, 0x30 + with_pid, sizeof(frame));
+		struct iovec iov = { frame, sizeof(frame) };
+		int bell;
+		CHECK(omx_shm_ring_push(prod, &iov, 1, &bell) == 0);
+		struct one_frame got;
+		memset(&got, 0, sizeof(got));
+		uint64_t until = omx_shm_now_ns() + 5000000000ull;
+		while (!got.n && omx_shm_now_ns() < until)
+			(void)omx_shm_ring_poll(own, keep_frame, &got, 8);
+		CHECK(got.n == 1 && got.len == sizeof(frame) && memcmp(got.data, frame, sizeof(frame)) == 0);
+		CHECK(omx_shm_ring_skipped(own) == (uint64_t)(2 - with_pid));
+		printf("dead_producer: slot claimed %s the pid skipped, the next frame delivered\n",
+		       with_pid ? "with" : "without");
+	}
+	omx_shm_ring_close(prod);
 	omx_shm_ring_close(own);
 }
 
@@ -596,6 +662,7 @@ int main(void)
 	iovec_splits();
 	multi_producer();
 	dead_owner();
+	dead_producer();
 	single_copy();
 	single_copy_refused();
 	copy_engines();

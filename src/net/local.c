@@ -212,9 +212,9 @@ static int local_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsi
 	int unprompted = 0;
 	if (l->own) {
 		uint32_t hint = omx_shm_ring_hint(l->own);
-		if (hint == l->sock_hint && !l->sock_force && ++l->sock_skip < l->sock_every)
-			return count;
 		unprompted = hint == l->sock_hint && !l->sock_force;
+		if (unprompted && ++l->sock_skip < l->sock_every)
+			return count;
 		l->sock_hint = hint;
 		l->sock_force = 0;
 		l->sock_skip = 0;

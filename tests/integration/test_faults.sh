@@ -63,8 +63,10 @@ check "the wrong-key connect was counted at the target ($(grep 'Bad Key' "$TMP/c
 # silent partner that owes it a NOTIFY and fails the send; here the host's NACK responder (the
 # keeper) answers for the dead endpoint: closed. While the receiver lives the probes are answered
 # and the send keeps waiting. The probe's budget (20 x 50 ms) leaves the responder a second to see
-# the endpoint gone (its filter is refreshed every 100 ms by the keeper's progress thread): with
-# 300 ms the sender once gave up first under ASan (stop 34's CI: unreachable instead of closed).
+# the endpoint gone (its filter is refreshed every 100 ms by the keeper's progress thread, and the
+# keeper answers at its next pass, at least every 100 ms). In stop 34 the check failed twice under
+# ASan, with 300 ms and then with this second, both times while other heavy work shared the two
+# CPUs; it passed in every quiet run.
 owed_notify() { # owed_notify EP STATUS: idle receiver EP, one issend to it, SIGKILL, expect STATUS
 	check "idle receiver $1 on host 1" bg1 "idle$1" timeout 60 "$P" idle -e "$1"
 	run0 env OMX_RESENDS_MAX=20 OMX_RESEND_DELAY_MS=50 OMX_VERBOSE=1 timeout 60 "$P" sendloop "$H1" "$1" -n 1 \

@@ -215,6 +215,11 @@ static int local_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsi
 		unprompted = hint == l->sock_hint && !l->sock_force;
 		if (unprompted && ++l->sock_skip < l->sock_every)
 			return count;
+		/* Woken by a doorbell whose frame this poll found in the ring: the doorbell (and the
+		 * failed recv that ends the drain) can wait for the next pass, after the application
+		 * has answered, instead of delaying its answer by two system calls. */
+		if (l->sock_force && count && hint == l->sock_hint)
+			return count;
 		l->sock_hint = hint;
 		l->sock_force = 0;
 		l->sock_skip = 0;

@@ -50,7 +50,7 @@ struct omx_net_local {
 	unsigned sock_skip;  /* polls since we last looked at the socket */
 	unsigned sock_every; /* polls between unprompted looks (SOCK_LOOK_MIN..MAX) */
 	unsigned sock_empty; /* unprompted looks in a row that found no frame */
-	int sock_force;      /* look at it on the next poll (after a sleep) */
+	int sock_force;      /* look at it on the next poll (after a sleep); 2: deferred once already */
 	struct omx_net_local_stats stats;
 	uint8_t buf[LOCAL_FRAME_MAX];
 };
@@ -217,9 +217,12 @@ static int local_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsi
 			return count;
 		/* Woken by a doorbell whose frame this poll found in the ring: the doorbell (and the
 		 * failed recv that ends the drain) can wait for the next pass, after the application
-		 * has answered, instead of delaying its answer by two system calls. */
-		if (l->sock_force && count && hint == l->sock_hint)
+		 * has answered, instead of delaying its answer by two system calls. One pass only: a
+		 * sender without our ring (which cannot bump the hint) may have a frame behind it. */
+		if (l->sock_force == 1 && count && hint == l->sock_hint) {
+			l->sock_force = 2;
 			return count;
+		}
 		l->sock_hint = hint;
 		l->sock_force = 0;
 		l->sock_skip = 0;

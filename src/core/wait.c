@@ -220,6 +220,9 @@ int omx__wait(struct omx_endpoint *ep, omx_wait_cond_fn cond, void *arg, uint32_
 			sched_yield();
 			pthread_mutex_lock(&ep->lock);
 		} else {
+			/* With OMX_XFER_SPIN_US longer than any gap between a transfer's steps, never. */
+			if (ep->large_sends || !omx_list_empty(&ep->pull_list) || ep->mediums_partial)
+				omx__count(ep->board, OMX_C_X_WAIT_SLEEP_XFER);
 			uint64_t until = omx__next_timer(ep);
 			if (deadline < until)
 				until = deadline;

@@ -204,6 +204,36 @@ check "receive from a sender killed mid-transfer fails with a clear status" \
 	grep -q -e "received Remote Endpoint is Closed" -e "received Remote Endpoint Unreachable" "$TMP/recvkill.log"
 omx_pkill 0 TERM "omx_faultprog serve -e 5"
 
+# Blocking waits keep polling while a transfer moves (OMX_XFER_SPIN_US) as long as its steps come
+# within the window, whichever lane the pull replies take (OMX_RX_SPLIT=pull: all of them split;
+# stop 35 found split replies not counted as steps). Host 0 sends 16 MiB messages with every frame
+# it sends held 20 ms (OMX_FAULT), so host 1's pulls take a few hundred ms in steps of ~20 ms; with
+# a 150 ms window no wait with a transfer in flight may sleep on either host (Wait Slept During
+# Transfer). Host 1's waits for the next message, nothing in flight, sleep as usual.
+omx_netns_set_mtu 9000
+clear_counters
+XENV=(OMX_SPIN_US=0 OMX_XFER_SPIN_US=150000 OMX_RX_SPLIT=pull)
+omx_host_exec 1 env $(omx_env 1) "${XENV[@]}" timeout 120 "$OMX_BUILD/tools/omx_perf" -w >"$TMP/xspin.srv" 2>&1 &
+R=$!
+omx_wait_line '^Starting receiver' "$TMP/xspin.srv" 100 "$R"
+omx_host_exec 0 env $(omx_env 0) "${XENV[@]}" "OMX_FAULT=delay=1,delay_us=20000,seed=7" timeout 120 \
+	"$OMX_BUILD/tools/omx_perf" -d "${OMX_HOSTNAME[1]}:0" -w -U -S 16777216 -E 16777217 -N 2 -W 0 -P 0 \
+	>"$TMP/xspin.out" 2>&1
+rc=$?
+wait $R
+sed 's/^/  [transfer window] /' "$TMP/xspin.out"
+for h in 0 1; do # -v: zero counters listed too, so that a 0 read below is one
+	omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -v -b 0 >"$TMP/xspin$h" 2>&1
+done
+check "blocking 16 MiB messages, frames delayed 20 ms, split pull replies: sender status 0 (got $rc)" [ "$rc" = 0 ]
+check "... the receiver read the pull replies split ($(omx_counter "$TMP/xspin1" "Split Receive Placed Bytes") bytes placed)" \
+	test "$(omx_counter "$TMP/xspin1" "Split Receive Placed Bytes")" -ge 33554432
+check "... no wait slept with a transfer in flight ($(omx_counter "$TMP/xspin0" "Wait Slept During Transfer") and $(omx_counter "$TMP/xspin1" "Wait Slept During Transfer")), the receiver's between messages did ($(omx_counter "$TMP/xspin1" "Wait Done After Sleeping"))" \
+	cond 'grep -q " Wait Slept During Transfer$" "$TMP/xspin0" && grep -q " Wait Slept During Transfer$" "$TMP/xspin1" &&
+	      [ "$(omx_counter "$TMP/xspin0" "Wait Slept During Transfer")" = 0 ] &&
+	      [ "$(omx_counter "$TMP/xspin1" "Wait Slept During Transfer")" = 0 ] &&
+	      [ "$(omx_counter "$TMP/xspin1" "Wait Done After Sleeping")" -gt 0 ]'
+
 # 10,000 large messages (above the 128 KiB eager limit of MTU 9000): memory stays bounded (and
 # LeakSanitizer checks exit in the ASan build)
 N=$(omx_scale 10000)

@@ -439,11 +439,12 @@ static void pull_reply_accept(struct omx_endpoint *ep, struct omx_pull *pl, cons
 	if (!placed)
 		copy_to_segs(pl->req, q->msg_offset, pkt->payload, q->frame_length, pl->total);
 	pl->received += q->frame_length;
-	/* Also the transfer's step for omx__wait (omx__xfer_touch): split-lane replies come here
-	 * without omx__handle_pull_reply. Counted there only, a puller on the split lane went to
-	 * poll() between passes from 100 us into each pull on (blocking 4 MiB ping-pongs at MTU
-	 * 9000: 2227 -> 2776 MB/s with this, docs/performance.md stop 35). */
-	pl->last_activity_ns = ep->xfer_active_ns = omx_now_ns();
+	/* Also the transfer's step for omx__wait: split-lane replies come here without
+	 * omx__handle_pull_reply. Counted there only, a puller on the split lane went to poll()
+	 * between passes from 100 us into each pull on (blocking 4 MiB ping-pongs at MTU 9000:
+	 * 2227 -> 2776 MB/s with this, docs/performance.md stop 35). One clock read for both. */
+	omx__xfer_touch(ep);
+	pl->last_activity_ns = ep->xfer_active_ns;
 	if (pl->received >= pl->total) {
 		pull_finish(ep, pl, OMX_SUCCESS);
 		return;

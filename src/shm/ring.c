@@ -413,6 +413,13 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	return 0;
 }
 
+/* Slot s at pos, found free for this round (seq == pos), was claimed by a producer that has not
+ * published it yet: its pid shows, or the tail moved past it. Reads the tail: not on every poll. */
+static int slot_claimed(const struct omx_shm_ring *r, const struct slot *s, uint64_t pos)
+{
+	return __atomic_load_n(&s->pid, __ATOMIC_RELAXED) || __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) != pos;
+}
+
 static void release_slot(struct omx_shm_ring *r, struct slot *s, uint64_t pos)
 {
 	__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
@@ -452,7 +459,7 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 		if (!r->stall_since && ++r->empty_polls < TAIL_CHECK)
 			break;
 		r->empty_polls = 0;
-		if (!__atomic_load_n(&s->pid, __ATOMIC_RELAXED) && __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) == pos)
+		if (!slot_claimed(r, s, pos))
 			break; /* empty */
 		/* Claimed, not published yet. */
 		uint64_t now = omx_shm_now_ns();
@@ -501,8 +508,7 @@ int omx_shm_ring_arm(struct omx_shm_ring *r)
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST);
 	/* A slot claimed but not published: do not sleep past it (its producer may be dead, and
 	 * the polls would look into that only every TAIL_CHECK): the next poll does. */
-	int claimed = seq == r->head && (__atomic_load_n(&s->pid, __ATOMIC_RELAXED) ||
-					 __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) != r->head);
+	int claimed = seq == r->head && slot_claimed(r, s, r->head);
 	if (seq == r->head + 1 || r->stall_since || claimed) {
 		if (claimed && !r->stall_since)
 			r->empty_polls = TAIL_CHECK;

@@ -3,22 +3,13 @@
  * through the ring, the doorbell, and frames from a sender without our ring (socket only). Rings
  * live in a private OMX_SHM_DIR; the sockets are abstract, named after a MAC of our own.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "net/net.h"
+#include "unit_check.h"
 #include "wire/wire.h"
-
-static int failures;
-#define CHECK(cond)                                                                                          \
-	do {                                                                                                 \
-		if (!(cond)) {                                                                               \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                     \
-			failures++;                                                                          \
-		}                                                                                            \
-	} while (0)
 
 /* Locally administered, with the pid in it: runs in parallel do not share socket names. */
 static uint8_t mac[6] = { 0x02, 0x6c, 0x6f, 0, 0, 0 };
@@ -138,14 +129,5 @@ int main(void)
 	mac[4] = (uint8_t)(pid >> 8);
 	mac[5] = (uint8_t)pid;
 	deferred_drain();
-	char cmd[96];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	if (failures) {
-		fprintf(stderr, "%d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_net_local: all checks passed\n");
-	return 0;
+	return unit_finish(dir);
 }

@@ -20,6 +20,24 @@ uint16_t omx__piggyack(struct omx_partner *p)
 	return a;
 }
 
+/* The fields omx_wire_encode_eager reads (and local_refused after it), without clearing the rest:
+ * the same-host eager send's packet is never handed to the generic encoder. */
+static void fill_eager_head(struct omx_pkt *pkt, struct omx_endpoint *ep, struct omx_partner *p, uint16_t seqnum,
+			    uint64_t match, uint8_t ptype)
+{
+	memcpy(pkt->dst_mac, p->mac, 6);
+	pkt->peer_index = omx__partner_reverse_index(p);
+	pkt->ptype = ptype;
+	pkt->u.msg.dst_endpoint = p->endpoint_index;
+	pkt->u.msg.src_endpoint = (uint8_t)ep->endpoint_index;
+	pkt->u.msg.src_generation = 0;
+	pkt->u.msg.checksum = 0;
+	pkt->u.msg.lib_seqnum = seqnum;
+	pkt->u.msg.lib_piggyack = omx__piggyack(p);
+	pkt->u.msg.match = match;
+	pkt->u.msg.session = p->true_session;
+}
+
 static void fill_msg_head_for(struct omx_pkt *pkt, struct omx_endpoint *ep, struct omx_partner *p, uint16_t seqnum,
 			      uint64_t match, uint8_t ptype)
 {
@@ -624,7 +642,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	int tiny = len <= OMX_TINY_MAX;
 	uint16_t seq = p->next_send_seq;
 	struct omx_pkt pkt;
-	fill_msg_head_for(&pkt, ep, p, seq, match, tiny ? OMX_PT_TINY : OMX_PT_SMALL);
+	fill_eager_head(&pkt, ep, p, seq, match, tiny ? OMX_PT_TINY : OMX_PT_SMALL);
 	pkt.u.msg.length = len;
 	pkt.payload = len ? segs[0].ptr : NULL;
 	pkt.payload_len = len;

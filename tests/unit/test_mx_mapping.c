@@ -21,24 +21,16 @@
 #include "mx/mx_internal.h"
 #include "core/testhooks.h"
 #include "net/net.h"
-
-static int failures;
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) { \
-			failures++; \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		} \
-	} while (0)
+#include "unit_check.h"
 
 #define CHECK_STR(a, b) \
 	do { \
 		const char *a_ = (a), *b_ = (b); \
 		if (strcmp(a_, b_) != 0) { \
-			failures++; \
-			fprintf(stderr, "%s:%d: '%s' != '%s'\n", __FILE__, __LINE__, a_, b_); \
-		} \
+			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED); \
+			fprintf(stderr, "FAIL %s:%d: '%s' != '%s'\n", __FILE__, __LINE__, a_, b_); \
+		} else \
+			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED); \
 	} while (0)
 
 /* ---------------------------------------------------------------- translation tables */
@@ -565,9 +557,8 @@ int main(void)
 	 * the machine's network), lock and counter files in a directory of our own. Until stop 22
 	 * this test opened its endpoint on the host's real NIC and left files in /dev/shm. */
 	char dir[] = "/tmp/omx-mxmap-XXXXXX";
-	if (!mkdtemp(dir))
+	if (unit_lock_dir(dir))
 		return 1;
-	setenv("OMX_LOCK_DIR", dir, 1);
 	struct omx_memnet *hub = omx_memnet_create();
 	if (!hub)
 		return 1;
@@ -586,15 +577,5 @@ int main(void)
 	mx_set_error_handler(MX_ERRORS_RETURN);
 	CHECK(mx_finalize() == MX_SUCCESS);
 	omx_memnet_destroy(hub);
-	char cmd[64];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "test_mx_mapping: could not remove %s\n", dir);
-
-	if (failures) {
-		fprintf(stderr, "test_mx_mapping: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_mx_mapping: ok\n");
-	return 0;
+	return unit_finish(dir);
 }

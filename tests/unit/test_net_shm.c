@@ -17,15 +17,7 @@
 
 #include "shm/ring_layout.h" /* dead_producer claims a slot as a producer would */
 #include "shm/shm.h"
-
-static int failures;
-#define CHECK(cond)                                                                                          \
-	do {                                                                                                 \
-		if (!(cond)) {                                                                               \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                     \
-			failures++;                                                                          \
-		}                                                                                            \
-	} while (0)
+#include "unit_check.h"
 
 static char dir[64];
 
@@ -668,12 +660,5 @@ int main(void)
 	copy_engines();
 	copy_policy();
 	copy_choice();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	else
-		printf("test_net_shm: all passed\n");
-	return failures ? 1 : 0;
+	return unit_finish(dir);
 }

@@ -12,30 +12,7 @@
 #include <time.h>
 
 #include "net/net.h"
-
-static int n_pass, n_fail;
-
-#define CHECK(cond)                                                                              \
-	do {                                                                                     \
-		if (cond) {                                                                      \
-			n_pass++;                                                                \
-		} else {                                                                         \
-			n_fail++;                                                                \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-		}                                                                                \
-	} while (0)
-
-#define CHECK_EQ(a, b)                                                                           \
-	do {                                                                                     \
-		long long va_ = (long long)(a), vb_ = (long long)(b);                            \
-		if (va_ == vb_) {                                                                \
-			n_pass++;                                                                \
-		} else {                                                                         \
-			n_fail++;                                                                \
-			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s = %lld, %s = %lld\n", __FILE__,     \
-				__LINE__, #a, va_, #b, vb_);                                     \
-		}                                                                                \
-	} while (0)
+#include "unit_check.h"
 
 static double my_sqrt(double x)
 {
@@ -55,10 +32,10 @@ static double my_fabs(double x)
 	do {                                                                                     \
 		double obs_ = (double)(count) / (double)(n);                                     \
 		double tol_ = 5.0 * my_sqrt((p) * (1.0 - (p)) / (double)(n)) + 1e-4;                \
-		if (my_fabs(obs_ - (p)) <= tol_) {                                                  \
-			n_pass++;                                                                \
+		if (my_fabs(obs_ - (p)) <= tol_) {                                               \
+			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED);                        \
 		} else {                                                                         \
-			n_fail++;                                                                \
+			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);                        \
 			fprintf(stderr, "%s:%d: rate of %s = %.5f, expected %.5f +- %.5f\n", __FILE__,  \
 				__LINE__, #count, obs_, (double)(p), tol_);                      \
 		}                                                                                \
@@ -152,7 +129,7 @@ static void rig_send(struct rig *r, uint32_t seq)
 	struct iovec v[2] = {{f, 20}, {f + 20, 44}};
 	int ret = r->tx->ops->send(r->tx, v, 2);
 	if (ret != 0) { /* counted as a failure only: 100000s of sends would drown the pass count */
-		n_fail++;
+		failed++;
 		fprintf(stderr, "send of frame %u failed: %d\n", seq, ret);
 	}
 }
@@ -446,6 +423,5 @@ int main(void)
 	test_delay();
 	test_determinism();
 	test_misc();
-	printf("%d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return unit_finish(NULL);
 }

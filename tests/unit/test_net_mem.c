@@ -12,30 +12,7 @@
 #include <string.h>
 
 #include "net/net.h"
-
-static int n_pass, n_fail;
-
-#define CHECK(cond)                                                                              \
-	do {                                                                                     \
-		if (cond) {                                                                      \
-			n_pass++;                                                                \
-		} else {                                                                         \
-			n_fail++;                                                                \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-		}                                                                                \
-	} while (0)
-
-#define CHECK_EQ(a, b)                                                                           \
-	do {                                                                                     \
-		long long va_ = (long long)(a), vb_ = (long long)(b);                            \
-		if (va_ == vb_) {                                                                \
-			n_pass++;                                                                \
-		} else {                                                                         \
-			n_fail++;                                                                \
-			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s = %lld, %s = %lld\n", __FILE__,     \
-				__LINE__, #a, va_, #b, vb_);                                     \
-		}                                                                                \
-	} while (0)
+#include "unit_check.h"
 
 enum { PT_RAW = 1, PT_HOST_QUERY = 3, PT_HOST_REPLY = 4, PT_TINY = 37, PT_PULL_REPLY = 42, PT_NACK_LIB = 44 };
 
@@ -455,6 +432,5 @@ int main(void)
 	test_mtu_and_overflow();
 	test_reentrant_echo();
 	test_threads();
-	printf("%d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return unit_finish(NULL);
 }

@@ -1,7 +1,7 @@
 /*
  * unit_check.h - what the core's unit tests share (header only: each test is one program).
  *
- * CHECK(c): counts a pass, or prints the failed condition with its place and counts a failure
+ * CHECK(c) (and CHECK_EQ(a, b), which prints both values): counts a pass, or prints the failed condition with its place and counts a failure
  * (atomically: threaded tests check from several threads). unit_lock_dir() makes the private
  * OMX_LOCK_DIR of a test, unit_finish() removes it, prints "N passed, M failed" and gives the
  * exit status. A test that defines UNIT_PUMP (a function progressing all its endpoints) also
@@ -22,6 +22,19 @@ static int passed, failed;
 		else {                                                                                          \
 			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);                                       \
 			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                            \
+		}                                                                                               \
+	} while (0)
+
+/* CHECK for two integer values, printing both when they differ. */
+#define CHECK_EQ(a, b)                                                                                          \
+	do {                                                                                                    \
+		long long va_ = (long long)(a), vb_ = (long long)(b);                                           \
+		if (va_ == vb_)                                                                                 \
+			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED);                                       \
+		else {                                                                                          \
+			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);                                       \
+			fprintf(stderr, "FAIL %s:%d: %s = %lld, %s = %lld\n", __FILE__, __LINE__, #a, va_, #b, \
+				vb_);                                                                           \
 		}                                                                                               \
 	} while (0)
 

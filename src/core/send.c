@@ -20,8 +20,9 @@ uint16_t omx__piggyack(struct omx_partner *p)
 	return a;
 }
 
-/* The fields omx_wire_encode_eager reads (and local_refused after it), without clearing the rest:
- * the same-host eager send's packet is never handed to the generic encoder. */
+/* A message's head fields: all that omx_wire_encode_eager (and local_refused after it) reads, so
+ * the same-host eager send, whose packet never meets the generic encoder, skips clearing the rest
+ * (31 of a same-host hop's ~1475 instructions, stop 36). */
 static void fill_eager_head(struct omx_pkt *pkt, struct omx_endpoint *ep, struct omx_partner *p, uint16_t seqnum,
 			    uint64_t match, uint8_t ptype)
 {
@@ -42,15 +43,7 @@ static void fill_msg_head_for(struct omx_pkt *pkt, struct omx_endpoint *ep, stru
 			      uint64_t match, uint8_t ptype)
 {
 	memset(pkt, 0, sizeof(*pkt));
-	memcpy(pkt->dst_mac, p->mac, 6);
-	pkt->peer_index = omx__partner_reverse_index(p);
-	pkt->ptype = ptype;
-	pkt->u.msg.dst_endpoint = p->endpoint_index;
-	pkt->u.msg.src_endpoint = (uint8_t)ep->endpoint_index;
-	pkt->u.msg.lib_seqnum = seqnum;
-	pkt->u.msg.lib_piggyack = omx__piggyack(p);
-	pkt->u.msg.match = match;
-	pkt->u.msg.session = p->true_session;
+	fill_eager_head(pkt, ep, p, seqnum, match, ptype);
 }
 
 static void fill_msg_head(struct omx_pkt *pkt, union omx_request *r, uint8_t ptype)

@@ -26,11 +26,8 @@
 #define CHECK_STR(a, b) \
 	do { \
 		const char *a_ = (a), *b_ = (b); \
-		if (strcmp(a_, b_) != 0) { \
-			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED); \
+		if (!unit_tally(strcmp(a_, b_) == 0)) \
 			fprintf(stderr, "FAIL %s:%d: '%s' != '%s'\n", __FILE__, __LINE__, a_, b_); \
-		} else \
-			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED); \
 	} while (0)
 
 /* ---------------------------------------------------------------- translation tables */

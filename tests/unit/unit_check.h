@@ -1,11 +1,12 @@
 /*
  * unit_check.h - what the core's unit tests share (header only: each test is one program).
  *
- * CHECK(c) (and CHECK_EQ(a, b), which prints both values): counts a pass, or prints the failed condition with its place and counts a failure
- * (atomically: threaded tests check from several threads). unit_lock_dir() makes the private
- * OMX_LOCK_DIR of a test, unit_finish() removes it, prints "N passed, M failed" and gives the
- * exit status. A test that defines UNIT_PUMP (a function progressing all its endpoints) also
- * gets wait_req(): wait for a request while pumping, single-threaded.
+ * CHECK(c): counts a pass, or prints the failed condition with its place and counts a failure
+ * (atomically: threaded tests check from several threads); CHECK_EQ(a, b) prints both values.
+ * Checks of their own (a rate, two strings) count through unit_tally(). unit_lock_dir() makes
+ * the private OMX_LOCK_DIR of a test, unit_finish() removes it, prints "N passed, M failed" and
+ * gives the exit status. A test that defines UNIT_PUMP (a function progressing all its
+ * endpoints) also gets wait_req(): wait for a request while pumping, single-threaded.
  */
 #ifndef OMX_UNIT_CHECK_H
 #define OMX_UNIT_CHECK_H
@@ -15,27 +16,25 @@
 
 static int passed, failed;
 
+/* Counts one check, passed if ok; returns ok. */
+static inline int unit_tally(int ok)
+{
+	__atomic_fetch_add(ok ? &passed : &failed, 1, __ATOMIC_RELAXED);
+	return ok;
+}
+
 #define CHECK(c)                                                                                                \
 	do {                                                                                                    \
-		if (c)                                                                                          \
-			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED);                                       \
-		else {                                                                                          \
-			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);                                       \
+		if (!unit_tally(!!(c)))                                                                         \
 			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                            \
-		}                                                                                               \
 	} while (0)
 
-/* CHECK for two integer values, printing both when they differ. */
 #define CHECK_EQ(a, b)                                                                                          \
 	do {                                                                                                    \
 		long long va_ = (long long)(a), vb_ = (long long)(b);                                           \
-		if (va_ == vb_)                                                                                 \
-			__atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED);                                       \
-		else {                                                                                          \
-			__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);                                       \
+		if (!unit_tally(va_ == vb_))                                                                    \
 			fprintf(stderr, "FAIL %s:%d: %s = %lld, %s = %lld\n", __FILE__, __LINE__, #a, va_, #b, \
 				vb_);                                                                           \
-		}                                                                                               \
 	} while (0)
 
 /* mkdtemp into dir (a "/tmp/omx-test-XXXXXX" buffer) and export it as OMX_LOCK_DIR; 0 or -1. */

@@ -28,7 +28,7 @@ const char *const omx__counter_extra_labels[OMX_COUNTER_EXTRA] = {
 	"Send Discovery", "Recv Discovery", "Peers Added by Discovery", "Connect Refused (Bad Key)",
 	"Split Receive Placed Bytes", "Single-Copy Bytes Written For Receivers", "Split Receive Lane Switches",
 	"Refused While Closing", "Probe Partner Owing Notify", "Same-Host Partner Gone", "Resend Asked (Unexpected Room Back)",
-	"Sends Unacked at Close", "Wait Slept During Transfer",
+	"Sends Unacked at Close", "Wait Slept During Transfer", "Huge-Page Bytes Collapsed",
 };
 
 const char *omx__counter_label(int slot)

@@ -144,6 +144,15 @@ static int adapted(uint32_t len)
 	return omx__cfg.shared_single_copy_min_auto && len >= OMX_COPY_ADAPT_MIN;
 }
 
+/* Our buffer of a large single copy (the sender's it reads, the receiver's the sender writes
+ * into when it helps): used often enough, it is moved to huge pages (shm/huge.c). */
+static void huge_use(struct omx_endpoint *ep, const struct iovec *iov, unsigned n)
+{
+	uint64_t collapsed = omx_shm_huge_use(iov, n);
+	if (collapsed)
+		omx__count_add(ep->board, OMX_C_X_HUGE_COLLAPSED_BYTES, collapsed);
+}
+
 int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
@@ -174,6 +183,8 @@ int omx__shared_export(union omx_request *r)
 	int e = omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)region, r->s.u.send.region_seqnum, iov,
 			       n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
 	int single = e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
+	if (single && r->s.total_len >= OMX_SHM_HUGE_MIN)
+		huge_use(ep, iov, n);
 	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve). */
 	if (single && coop_chunk(r->s.total_len))
 		coop_mark(ep, region, 1);
@@ -221,12 +232,6 @@ int omx__shared_single_copy(union omx_request *r)
 	if (!peer)
 		return 0;
 	uint32_t X = r->s.status.xfer_length;
-	int adaptive = adapted(X);
-	if (adaptive && !omx_copy_choice_single(&p->copy_choice, X, X >= omx__cfg.shared_single_copy_min)) {
-		__atomic_fetch_add(&stats.chosen_pulls, 1, __ATOMIC_RELAXED);
-		return 0;
-	}
-	uint64_t start = adaptive ? omx_now_ns() : 0;
 	struct iovec stack[8], *iov = r->s.nseg <= 8 ? stack : malloc(r->s.nseg * sizeof(*iov));
 	if (!iov)
 		return 0;
@@ -234,6 +239,18 @@ int omx__shared_single_copy(union omx_request *r)
 		iov[i].iov_base = r->s.segs[i].ptr;
 		iov[i].iov_len = r->s.segs[i].len;
 	}
+	/* Counted whichever way this one takes: the choice below times the single copy, whose
+	 * sender writes into this buffer too, against pulls. */
+	if (X >= OMX_SHM_HUGE_MIN)
+		huge_use(ep, iov, r->s.nseg);
+	int adaptive = adapted(X);
+	if (adaptive && !omx_copy_choice_single(&p->copy_choice, X, X >= omx__cfg.shared_single_copy_min)) {
+		__atomic_fetch_add(&stats.chosen_pulls, 1, __ATOMIC_RELAXED);
+		if (iov != stack)
+			free(iov);
+		return 0;
+	}
+	uint64_t start = adaptive ? omx_now_ns() : 0;
 	int e = omx_shm_single_copy(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum, iov, r->s.nseg, X,
 				    coop_chunk(X));
 	if (iov != stack)
@@ -296,7 +313,7 @@ static int probe_single_copy(void)
  * the middle of an application). */
 int omx__shared_mode_string(char *buf, size_t len)
 {
-	char cfg[384];
+	char cfg[512];
 	const char *hw = omx_copy_hw_engine();
 	if (!omx__cfg.loaded)
 		omx__config_load_open();
@@ -314,10 +331,17 @@ int omx__shared_mode_string(char *buf, size_t len)
 	char coop[64] = ", senders do not help (OMX_SHARED_COOP_CHUNK=0)";
 	if (omx__cfg.shared_coop_chunk)
 		snprintf(coop, sizeof(coop), ", senders help in chunks of up to %u KiB", omx__cfg.shared_coop_chunk >> 10);
-	char from[96];
+	char from[96], huge[96] = ", buffers stay in their pages (OMX_SHARED_HUGE_AFTER=0)";
 	omx__shared_single_copy_text(from, sizeof(from));
-	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, %s%s%s, non-temporal copies from %llu B%s%s%s",
-		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop,
+	uint64_t hbytes, hfailed;
+	int hoff;
+	omx_shm_huge_stats(&hbytes, &hfailed, &hoff);
+	if (omx_shm_huge_after() && hoff)
+		snprintf(huge, sizeof(huge), ", buffers stay in their pages (huge page collapse refused by the kernel)");
+	else if (omx_shm_huge_after())
+		snprintf(huge, sizeof(huge), ", buffers of 1 MiB+ moved to huge pages at their use %u", omx_shm_huge_after());
+	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, %s%s%s%s, non-temporal copies from %llu B%s%s%s",
+		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop, huge,
 		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",
 		 *hw ? ", " : "", hw);
 	if (!omx__cfg.shared_single_copy)

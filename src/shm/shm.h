@@ -84,6 +84,20 @@ int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uin
 /* Yama's kernel.yama.ptrace_scope (read once): -1 without Yama, 3 if unreadable. */
 int omx_shm_yama_scope(void);
 
+/* ---- huge pages for reused large buffers (huge.c) ---- */
+/* Segments shorter than this are not counted. */
+#define OMX_SHM_HUGE_MIN (1u << 20)
+/* Collapse a range into transparent huge pages at its Nth use (0: never; default 8). Forgets
+ * the uses counted so far. */
+void omx_shm_huge_set_after(uint32_t uses);
+uint32_t omx_shm_huge_after(void);
+/* A large same-host transfer reads or writes these segments of ours (the ones of at least
+ * OMX_SHM_HUGE_MIN bytes count): returns the bytes collapsed by this call (0 nearly always). */
+uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n);
+/* Bytes collapsed so far, failed requests, and whether collapsing is off (knob 0, or refused by
+ * the kernel). */
+void omx_shm_huge_stats(uint64_t *bytes, uint64_t *failed, int *off);
+
 /* ---- copy engines ---- */
 enum omx_copy_engine { OMX_COPY_CPU = 0, OMX_COPY_NT = 1, OMX_COPY_HW = 2 };
 /* Copy n bytes; `total` is the size of the whole transfer this piece belongs to: from the

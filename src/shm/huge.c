@@ -1,0 +1,129 @@
+/*
+ * huge.c - huge pages for the buffers of repeated large same-host copies (see shm.h).
+ *
+ * process_vm_readv/writev pin the other process's pages one at a time. Over 4 KiB pages this
+ * costs more than the copy itself: the AMD VM's kernel moves 4 MiB in 275 us, 73 us over 2 MiB
+ * pages, memcpy 66 (docs/performance.md, stop 37). An application cannot be asked to allocate
+ * its buffers in huge pages, but most reuse them (MPI programs, benchmarks). So this file counts
+ * uses of the page ranges that large same-host transfers read or write, and on the Nth use of a
+ * range asks the kernel to collapse it into transparent huge pages (madvise MADV_COLLAPSE,
+ * Linux 6.1). Contents are unchanged; the price is paid once per range, in the call that reaches
+ * the count: 0.2-2.5 ms per MiB on the AMD VM (allocating the huge pages, copying, remapping),
+ * the time of 2-40 transfers. A range that has stopped being used costs nothing more.
+ *
+ * The range is rounded out to whole 2 MiB pages: a 1 MiB buffer gains as much as a larger one.
+ * The kernel populates the rest of such a page (at most 2 MiB - 4 KiB at each end of the
+ * buffer), as its THP "always" mode would. A range is collapsed again every RECHECK uses (a few
+ * microseconds when its pages are still huge), for memory freed and reallocated at the same
+ * address in small pages. A range the kernel refuses for good (EINVAL) is not asked again, and
+ * such a refusal before any success (THP disabled, a kernel too old) turns the whole thing off;
+ * other failures are retried later.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include "shm/shm.h"
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+#define HUGE_PAGE (2ull << 20)
+#define RANGES 32
+#define RECHECK 64u
+#define RETRY 256u
+
+struct range {
+	uintptr_t lo, hi; /* 2 MiB aligned; hi == 0: free entry */
+	uint32_t uses, next; /* collapse (again) when uses reaches next */
+	uint64_t stamp;      /* last use: the least recent entry is replaced */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct range ranges[RANGES];
+static uint64_t clock_;
+static uint32_t after = 8; /* OMX_SHARED_HUGE_AFTER */
+static int refused;        /* the kernel said EINVAL before any collapse succeeded */
+static uint64_t collapsed_bytes, failures;
+
+void omx_shm_huge_set_after(uint32_t uses)
+{
+	pthread_mutex_lock(&lock);
+	__atomic_store_n(&after, uses, __ATOMIC_RELAXED);
+	for (int i = 0; i < RANGES; i++)
+		ranges[i] = (struct range){ 0 };
+	pthread_mutex_unlock(&lock);
+}
+
+uint32_t omx_shm_huge_after(void)
+{
+	return __atomic_load_n(&after, __ATOMIC_RELAXED);
+}
+
+/* The entry of [lo, hi), made from the least recently used one (free ones: stamp 0) if none. */
+static struct range *find(uintptr_t lo, uintptr_t hi)
+{
+	struct range *victim = &ranges[0];
+	for (int i = 0; i < RANGES; i++) {
+		struct range *r = &ranges[i];
+		if (r->hi == hi && r->lo == lo)
+			return r;
+		if (r->stamp < victim->stamp)
+			victim = r;
+	}
+	*victim = (struct range){ .lo = lo, .hi = hi, .uses = 0, .next = __atomic_load_n(&after, __ATOMIC_RELAXED) };
+	return victim;
+}
+
+/* One range's use; the bytes collapsed by this call. Under the lock. */
+static uint64_t use(uintptr_t lo, uintptr_t hi)
+{
+	struct range *r = find(lo, hi);
+	r->stamp = ++clock_;
+	if (++r->uses < r->next)
+		return 0;
+	if (madvise((void *)lo, hi - lo, MADV_COLLAPSE) == 0) {
+		r->next = r->uses + RECHECK;
+		collapsed_bytes += hi - lo;
+		return hi - lo;
+	}
+	failures++;
+	/* EINVAL: this mapping cannot be collapsed (the application asked for small pages, a file
+	 * or hugetlbfs mapping), or no mapping can (THP "never", a kernel before 6.1) if none ever
+	 * was. */
+	if (errno == EINVAL && !collapsed_bytes)
+		__atomic_store_n(&refused, 1, __ATOMIC_RELAXED);
+	r->next = errno == EINVAL ? UINT32_MAX : r->uses + RETRY;
+	return 0;
+}
+
+uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n)
+{
+	if (!__atomic_load_n(&after, __ATOMIC_RELAXED) || __atomic_load_n(&refused, __ATOMIC_RELAXED))
+		return 0;
+	uint64_t done = 0;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < n && !__atomic_load_n(&refused, __ATOMIC_RELAXED); i++) {
+		if (v[i].iov_len < OMX_SHM_HUGE_MIN)
+			continue;
+		uintptr_t lo = (uintptr_t)v[i].iov_base & ~(uintptr_t)(HUGE_PAGE - 1);
+		uintptr_t end = (uintptr_t)v[i].iov_base + v[i].iov_len;
+		uintptr_t hi = (end + (uintptr_t)(HUGE_PAGE - 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
+		if (hi > lo)
+			done += use(lo, hi);
+	}
+	pthread_mutex_unlock(&lock);
+	return done;
+}
+
+void omx_shm_huge_stats(uint64_t *bytes, uint64_t *failed, int *off)
+{
+	pthread_mutex_lock(&lock);
+	*bytes = collapsed_bytes;
+	*failed = failures;
+	*off = __atomic_load_n(&refused, __ATOMIC_RELAXED) || !__atomic_load_n(&after, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&lock);
+}

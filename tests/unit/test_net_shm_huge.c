@@ -1,0 +1,173 @@
+/*
+ * test_net_shm_huge.c - shm/huge.c: large same-host buffers moved to huge pages on their Nth use.
+ *
+ * The kernel's own account is the judge: /proc/self/smaps' AnonHugePages of the mapping holding
+ * the buffer. Where the kernel refuses MADV_COLLAPSE (THP "never", a kernel before 6.1) the
+ * collapse checks are skipped, and the module must then say it is off.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shm/shm.h"
+#include "unit_check.h"
+
+#define MIB (1ull << 20)
+
+/* AnonHugePages (bytes) of the mapping that contains p; -1 if not found. */
+static long long anon_huge(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0;
+	long long kb = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+static uint8_t *aligned_map(size_t len, uint8_t **base, size_t *maplen)
+{
+	*maplen = len + 4 * MIB;
+	*base = mmap(NULL, *maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*base == MAP_FAILED)
+		return NULL;
+	return (uint8_t *)(((uintptr_t)*base + 2 * MIB - 1) & ~(uintptr_t)(2 * MIB - 1));
+}
+
+int main(void)
+{
+	const uint32_t after = 3;
+	omx_shm_huge_set_after(after);
+	CHECK_EQ(omx_shm_huge_after(), after);
+
+	/* A 7 MiB buffer 4 KiB into a 2 MiB-aligned area: its range rounds out to 8 MiB. */
+	uint8_t *base, *area;
+	size_t maplen;
+	area = aligned_map(8 * MIB, &base, &maplen);
+	CHECK(area != NULL);
+	if (!area)
+		return unit_finish(NULL);
+	(void)madvise(area, 8 * MIB, MADV_NOHUGEPAGE); /* small pages, whatever THP's mode */
+	memset(area, 0x5a, 8 * MIB);
+	(void)madvise(area, 8 * MIB, MADV_HUGEPAGE); /* collapsing a NOHUGEPAGE mapping is refused */
+	struct iovec buf = { area + 4096, 7 * MIB };
+	long long before = anon_huge(area);
+	for (uint32_t i = 1; i < after; i++)
+		CHECK_EQ(omx_shm_huge_use(&buf, 1), 0);
+	CHECK_EQ(anon_huge(area), before);
+	uint64_t got = omx_shm_huge_use(&buf, 1);
+	uint64_t bytes, failures;
+	int off;
+	omx_shm_huge_stats(&bytes, &failures, &off);
+	if (!got) {
+		printf("SKIP collapse checks: the kernel refused MADV_COLLAPSE (%llu failures, off %d)\n",
+		       (unsigned long long)failures, off);
+		CHECK(failures > 0);
+	} else {
+		CHECK_EQ(got, 8 * MIB);
+		CHECK_EQ(bytes, 8 * MIB);
+		CHECK(anon_huge(area) >= (long long)(6 * MIB)); /* the kernel may keep a page small */
+		uint8_t ok = 1;
+		for (size_t i = 0; i < 8 * MIB; i += 4096)
+			ok &= area[i] == 0x5a;
+		CHECK(ok); /* contents unchanged */
+
+		/* Memory freed and mapped again in small pages at the same place: collapsed again at
+		 * the next recheck (64 uses after the collapse). */
+		CHECK(mmap(area, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == area);
+		(void)madvise(area, 8 * MIB, MADV_NOHUGEPAGE);
+		memset(area, 0x33, 8 * MIB);
+		(void)madvise(area, 8 * MIB, MADV_HUGEPAGE);
+		long long small = anon_huge(area);
+		uint64_t again = 0;
+		int calls = 0;
+		while (!again && calls < 64)
+			calls++, again = omx_shm_huge_use(&buf, 1);
+		CHECK_EQ(calls, 64);
+		CHECK_EQ(again, 8 * MIB);
+		CHECK(anon_huge(area) >= (long long)(6 * MIB) && anon_huge(area) > small);
+		CHECK(area[4096] == 0x33 && area[8 * MIB - 1] == 0x33);
+
+		/* A mapping the application keeps in small pages (MADV_NOHUGEPAGE): the kernel refuses
+		 * it for good, it is not asked again, and the rest stays on. */
+		uint8_t *nbase;
+		size_t nlen;
+		uint8_t *nohuge = aligned_map(4 * MIB, &nbase, &nlen);
+		CHECK(nohuge != NULL);
+		if (nohuge) {
+			(void)madvise(nohuge, 4 * MIB, MADV_NOHUGEPAGE);
+			memset(nohuge, 1, 4 * MIB);
+			struct iovec nv = { nohuge, 4 * MIB };
+			uint64_t f0, f1, b0;
+			omx_shm_huge_stats(&b0, &f0, &off);
+			uint64_t n = 0;
+			for (uint32_t i = 0; i < after + 300; i++)
+				n += omx_shm_huge_use(&nv, 1);
+			omx_shm_huge_stats(&bytes, &f1, &off);
+			CHECK_EQ(n, 0);
+			CHECK_EQ(f1, f0 + 1);
+			CHECK_EQ(off, 0);
+			CHECK_EQ(anon_huge(nohuge), 0);
+			munmap(nbase, nlen);
+		}
+	}
+
+	/* Segments under OMX_SHM_HUGE_MIN are not counted, whatever their number of uses. */
+	struct iovec small_seg = { area + 4096, OMX_SHM_HUGE_MIN - 1 };
+	uint64_t sum = 0;
+	for (int i = 0; i < 20; i++)
+		sum += omx_shm_huge_use(&small_seg, 1);
+	CHECK_EQ(sum, 0);
+
+	/* Ranges are remembered 32 at a time, the least recently used forgotten first: counting only
+	 * (nothing reaches the count, so nothing is asked of the kernel: the addresses need not be
+	 * mapped). */
+	omx_shm_huge_set_after(3);
+	uintptr_t far = (uintptr_t)1 << 44;
+	struct iovec a = { (void *)far, 2 * MIB };
+	CHECK_EQ(omx_shm_huge_use(&a, 1), 0);
+	CHECK_EQ(omx_shm_huge_use(&a, 1), 0); /* a: 2 uses */
+	for (int i = 1; i <= 32; i++) {
+		struct iovec o = { (void *)(far + (uintptr_t)i * 4 * MIB), 2 * MIB };
+		CHECK_EQ(omx_shm_huge_use(&o, 1), 0);
+	}
+	/* a was forgotten: its third use is a first one. Were it not, the call would reach the
+	 * count and ask the kernel to collapse an unmapped range (a counted failure). */
+	omx_shm_huge_stats(&bytes, &failures, &off);
+	uint64_t failures_before = failures;
+	CHECK_EQ(omx_shm_huge_use(&a, 1), 0);
+	omx_shm_huge_stats(&bytes, &failures, &off);
+	CHECK_EQ(failures, failures_before);
+	/* ... and the most recent of the others still counts: its third use reaches the kernel,
+	 * which cannot collapse unmapped memory. */
+	int refused = off;
+	struct iovec last = { (void *)(far + 32 * 4 * MIB), 2 * MIB };
+	CHECK_EQ(omx_shm_huge_use(&last, 1), 0);
+	CHECK_EQ(omx_shm_huge_use(&last, 1), 0);
+	omx_shm_huge_stats(&bytes, &failures, &off);
+	CHECK_EQ(failures, failures_before + (refused ? 0 : 1));
+
+	/* 0: never. */
+	omx_shm_huge_set_after(0);
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(omx_shm_huge_use(&buf, 1), 0);
+	omx_shm_huge_stats(&bytes, &failures, &off);
+	CHECK(off);
+
+	munmap(base, maplen);
+	return unit_finish(NULL);
+}

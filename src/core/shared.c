@@ -146,9 +146,9 @@ static int adapted(uint32_t len)
 
 /* Our buffer of a large single copy (the sender's it reads, the receiver's the sender writes
  * into when it helps): used often enough, it is moved to huge pages (shm/huge.c). */
-static void huge_use(struct omx_endpoint *ep, const struct iovec *iov, unsigned n)
+static void huge_use(struct omx_endpoint *ep, const struct iovec *iov, unsigned n, uint64_t len)
 {
-	uint64_t collapsed = omx_shm_huge_use(iov, n);
+	uint64_t collapsed = omx_shm_huge_use(iov, n, len);
 	if (collapsed)
 		omx__count_add(ep->board, OMX_C_X_HUGE_COLLAPSED_BYTES, collapsed);
 }
@@ -184,7 +184,7 @@ int omx__shared_export(union omx_request *r)
 			       n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
 	int single = e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
 	if (single && r->s.total_len >= OMX_SHM_HUGE_MIN)
-		huge_use(ep, iov, n);
+		huge_use(ep, iov, n, r->s.total_len);
 	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve). */
 	if (single && coop_chunk(r->s.total_len))
 		coop_mark(ep, region, 1);
@@ -242,7 +242,7 @@ int omx__shared_single_copy(union omx_request *r)
 	/* Counted whichever way this one takes: the choice below times the single copy, whose
 	 * sender writes into this buffer too, against pulls. */
 	if (X >= OMX_SHM_HUGE_MIN)
-		huge_use(ep, iov, r->s.nseg);
+		huge_use(ep, iov, r->s.nseg, X);
 	int adaptive = adapted(X);
 	if (adaptive && !omx_copy_choice_single(&p->copy_choice, X, X >= omx__cfg.shared_single_copy_min)) {
 		__atomic_fetch_add(&stats.chosen_pulls, 1, __ATOMIC_RELAXED);

@@ -100,17 +100,19 @@ static uint64_t use(uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
-uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n)
+uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n, uint64_t len)
 {
 	if (!__atomic_load_n(&after, __ATOMIC_RELAXED) || __atomic_load_n(&refused, __ATOMIC_RELAXED))
 		return 0;
 	uint64_t done = 0;
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < n && !__atomic_load_n(&refused, __ATOMIC_RELAXED); i++) {
-		if (v[i].iov_len < OMX_SHM_HUGE_MIN)
+	for (unsigned i = 0; i < n && len && !__atomic_load_n(&refused, __ATOMIC_RELAXED); i++) {
+		size_t seg = v[i].iov_len < len ? v[i].iov_len : (size_t)len;
+		len -= seg;
+		if (seg < OMX_SHM_HUGE_MIN)
 			continue;
 		uintptr_t lo = (uintptr_t)v[i].iov_base & ~(uintptr_t)(HUGE_PAGE - 1);
-		uintptr_t end = (uintptr_t)v[i].iov_base + v[i].iov_len;
+		uintptr_t end = (uintptr_t)v[i].iov_base + seg;
 		uintptr_t hi = (end + (uintptr_t)(HUGE_PAGE - 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
 		if (hi > lo)
 			done += use(lo, hi);

@@ -91,9 +91,11 @@ int omx_shm_yama_scope(void);
  * the uses counted so far. */
 void omx_shm_huge_set_after(uint32_t uses);
 uint32_t omx_shm_huge_after(void);
-/* A large same-host transfer reads or writes these segments of ours (the ones of at least
- * OMX_SHM_HUGE_MIN bytes count): returns the bytes collapsed by this call (0 nearly always). */
-uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n);
+/* A large same-host transfer reads or writes the first len bytes of these segments of ours (the
+ * parts of at least OMX_SHM_HUGE_MIN bytes count: a receive buffer larger than its message
+ * counts only what the message fills): returns the bytes collapsed by this call (0 nearly
+ * always). */
+uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n, uint64_t len);
 /* Bytes collapsed so far, failed requests, and whether collapsing is off (knob 0, or refused by
  * the kernel). */
 void omx_shm_huge_stats(uint64_t *bytes, uint64_t *failed, int *off);

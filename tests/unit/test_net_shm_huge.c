@@ -67,9 +67,9 @@ int main(void)
 	struct iovec buf = { area + 4096, 7 * MIB };
 	long long before = anon_huge(area);
 	for (uint32_t i = 1; i < after; i++)
-		CHECK_EQ(omx_shm_huge_use(&buf, 1), 0);
+		CHECK_EQ(omx_shm_huge_use(&buf, 1, buf.iov_len), 0);
 	CHECK_EQ(anon_huge(area), before);
-	uint64_t got = omx_shm_huge_use(&buf, 1);
+	uint64_t got = omx_shm_huge_use(&buf, 1, buf.iov_len);
 	uint64_t bytes, failures;
 	int off;
 	omx_shm_huge_stats(&bytes, &failures, &off);
@@ -96,7 +96,7 @@ int main(void)
 		uint64_t again = 0;
 		int calls = 0;
 		while (!again && calls < 64)
-			calls++, again = omx_shm_huge_use(&buf, 1);
+			calls++, again = omx_shm_huge_use(&buf, 1, buf.iov_len);
 		CHECK_EQ(calls, 64);
 		CHECK_EQ(again, 8 * MIB);
 		CHECK(anon_huge(area) >= (long long)(6 * MIB) && anon_huge(area) > small);
@@ -116,7 +116,7 @@ int main(void)
 			omx_shm_huge_stats(&b0, &f0, &off);
 			uint64_t n = 0;
 			for (uint32_t i = 0; i < after + 300; i++)
-				n += omx_shm_huge_use(&nv, 1);
+				n += omx_shm_huge_use(&nv, 1, nv.iov_len);
 			omx_shm_huge_stats(&bytes, &f1, &off);
 			CHECK_EQ(n, 0);
 			CHECK_EQ(f1, f0 + 1);
@@ -130,7 +130,7 @@ int main(void)
 	struct iovec small_seg = { area + 4096, OMX_SHM_HUGE_MIN - 1 };
 	uint64_t sum = 0;
 	for (int i = 0; i < 20; i++)
-		sum += omx_shm_huge_use(&small_seg, 1);
+		sum += omx_shm_huge_use(&small_seg, 1, small_seg.iov_len);
 	CHECK_EQ(sum, 0);
 
 	/* Ranges are remembered 32 at a time, the least recently used forgotten first: counting only
@@ -139,32 +139,48 @@ int main(void)
 	omx_shm_huge_set_after(3);
 	uintptr_t far = (uintptr_t)1 << 44;
 	struct iovec a = { (void *)far, 2 * MIB };
-	CHECK_EQ(omx_shm_huge_use(&a, 1), 0);
-	CHECK_EQ(omx_shm_huge_use(&a, 1), 0); /* a: 2 uses */
+	CHECK_EQ(omx_shm_huge_use(&a, 1, a.iov_len), 0);
+	CHECK_EQ(omx_shm_huge_use(&a, 1, a.iov_len), 0); /* a: 2 uses */
 	for (int i = 1; i <= 32; i++) {
 		struct iovec o = { (void *)(far + (uintptr_t)i * 4 * MIB), 2 * MIB };
-		CHECK_EQ(omx_shm_huge_use(&o, 1), 0);
+		CHECK_EQ(omx_shm_huge_use(&o, 1, o.iov_len), 0);
 	}
 	/* a was forgotten: its third use is a first one. Were it not, the call would reach the
 	 * count and ask the kernel to collapse an unmapped range (a counted failure). */
 	omx_shm_huge_stats(&bytes, &failures, &off);
 	uint64_t failures_before = failures;
-	CHECK_EQ(omx_shm_huge_use(&a, 1), 0);
+	CHECK_EQ(omx_shm_huge_use(&a, 1, a.iov_len), 0);
 	omx_shm_huge_stats(&bytes, &failures, &off);
 	CHECK_EQ(failures, failures_before);
 	/* ... and the most recent of the others still counts: its third use reaches the kernel,
 	 * which cannot collapse unmapped memory. */
 	int refused = off;
 	struct iovec last = { (void *)(far + 32 * 4 * MIB), 2 * MIB };
-	CHECK_EQ(omx_shm_huge_use(&last, 1), 0);
-	CHECK_EQ(omx_shm_huge_use(&last, 1), 0);
+	CHECK_EQ(omx_shm_huge_use(&last, 1, last.iov_len), 0);
+	CHECK_EQ(omx_shm_huge_use(&last, 1, last.iov_len), 0);
 	omx_shm_huge_stats(&bytes, &failures, &off);
 	CHECK_EQ(failures, failures_before + (refused ? 0 : 1));
+
+	/* Only the bytes the message fills count (a receive buffer larger than its message): of two
+	 * 2 MiB segments and 2.5 MiB, the second's 0.5 MiB is under the minimum. Unmapped
+	 * addresses again: a range reaching the count shows as one failed request. */
+	omx_shm_huge_set_after(3);
+	struct iovec two[2] = { { (void *)(far + 256 * MIB), 2 * MIB }, { (void *)(far + 512 * MIB), 2 * MIB } };
+	omx_shm_huge_stats(&bytes, &failures_before, &off);
+	refused = off;
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(omx_shm_huge_use(two, 2, 5 * MIB / 2), 0);
+	omx_shm_huge_stats(&bytes, &failures, &off);
+	CHECK_EQ(failures, failures_before + (refused ? 0 : 1)); /* the first segment only */
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(omx_shm_huge_use(two, 2, 3 * MIB), 0); /* now the second's 1 MiB counts too */
+	omx_shm_huge_stats(&bytes, &failures, &off);
+	CHECK_EQ(failures, failures_before + (refused ? 0 : 2));
 
 	/* 0: never. */
 	omx_shm_huge_set_after(0);
 	for (int i = 0; i < 10; i++)
-		CHECK_EQ(omx_shm_huge_use(&buf, 1), 0);
+		CHECK_EQ(omx_shm_huge_use(&buf, 1, buf.iov_len), 0);
 	omx_shm_huge_stats(&bytes, &failures, &off);
 	CHECK(off);
 

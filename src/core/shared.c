@@ -337,7 +337,7 @@ int omx__shared_mode_string(char *buf, size_t len)
 	int hoff;
 	omx_shm_huge_stats(&hbytes, &hfailed, &hoff);
 	if (omx_shm_huge_after() && hoff)
-		snprintf(huge, sizeof(huge), ", buffers stay in their pages (huge page collapse refused by the kernel)");
+		snprintf(huge, sizeof(huge), ", buffers stay in their pages (transparent huge pages off)");
 	else if (omx_shm_huge_after())
 		snprintf(huge, sizeof(huge), ", buffers of 1 MiB+ moved to huge pages at their use %u", omx_shm_huge_after());
 	snprintf(cfg, sizeof(cfg), "rndv above %u B%s, %s%s%s%s, non-temporal copies from %llu B%s%s%s",

@@ -15,13 +15,16 @@
  * The kernel populates the rest of such a page (at most 2 MiB - 4 KiB at each end of the
  * buffer), as its THP "always" mode would. A range is collapsed again every RECHECK uses (a few
  * microseconds when its pages are still huge), for memory freed and reallocated at the same
- * address in small pages. A range the kernel refuses for good (EINVAL) is not asked again, and
- * such a refusal before any success (THP disabled, a kernel too old) turns the whole thing off;
- * other failures are retried later.
+ * address in small pages. A range the kernel refuses for good (EINVAL: a kernel before 6.1, a
+ * mapping the application keeps in small pages, shared memory where shmem THP is off) is not
+ * asked again; other failures are retried later. With transparent huge pages "never" (or
+ * absent) nothing is counted at all.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 
@@ -46,7 +49,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct range ranges[RANGES];
 static uint64_t clock_;
 static uint32_t after = 8; /* OMX_SHARED_HUGE_AFTER */
-static int refused;        /* the kernel said EINVAL before any collapse succeeded */
+static int thp_never = -1; /* THP "never" or absent: 1; not looked at yet: -1 */
 static uint64_t collapsed_bytes, failures;
 
 void omx_shm_huge_set_after(uint32_t uses)
@@ -91,22 +94,32 @@ static uint64_t use(uintptr_t lo, uintptr_t hi)
 		return hi - lo;
 	}
 	failures++;
-	/* EINVAL: this mapping cannot be collapsed (the application asked for small pages, a file
-	 * or hugetlbfs mapping), or no mapping can (THP "never", a kernel before 6.1) if none ever
-	 * was. */
-	if (errno == EINVAL && !collapsed_bytes)
-		__atomic_store_n(&refused, 1, __ATOMIC_RELAXED);
 	r->next = errno == EINVAL ? UINT32_MAX : r->uses + RETRY;
 	return 0;
 }
 
+/* Transparent huge pages "never", or no THP at all: 1. Under the lock. */
+static int thp_off(void)
+{
+	char mode[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	if (f) {
+		if (!fgets(mode, sizeof(mode), f))
+			mode[0] = 0;
+		fclose(f);
+	}
+	return !mode[0] || strstr(mode, "[never]") != NULL;
+}
+
 uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n, uint64_t len)
 {
-	if (!__atomic_load_n(&after, __ATOMIC_RELAXED) || __atomic_load_n(&refused, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&after, __ATOMIC_RELAXED) || __atomic_load_n(&thp_never, __ATOMIC_RELAXED) == 1)
 		return 0;
 	uint64_t done = 0;
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < n && len && !__atomic_load_n(&refused, __ATOMIC_RELAXED); i++) {
+	if (__atomic_load_n(&thp_never, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&thp_never, thp_off(), __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < n && len && !__atomic_load_n(&thp_never, __ATOMIC_RELAXED); i++) {
 		size_t seg = v[i].iov_len < len ? v[i].iov_len : (size_t)len;
 		len -= seg;
 		if (seg < OMX_SHM_HUGE_MIN)
@@ -126,6 +139,8 @@ void omx_shm_huge_stats(uint64_t *bytes, uint64_t *failed, int *off)
 	pthread_mutex_lock(&lock);
 	*bytes = collapsed_bytes;
 	*failed = failures;
-	*off = __atomic_load_n(&refused, __ATOMIC_RELAXED) || !__atomic_load_n(&after, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&thp_never, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&thp_never, thp_off(), __ATOMIC_RELAXED);
+	*off = __atomic_load_n(&thp_never, __ATOMIC_RELAXED) == 1 || !__atomic_load_n(&after, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lock);
 }

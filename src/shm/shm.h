@@ -96,8 +96,8 @@ uint32_t omx_shm_huge_after(void);
  * counts only what the message fills): returns the bytes collapsed by this call (0 nearly
  * always). */
 uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n, uint64_t len);
-/* Bytes collapsed so far, failed requests, and whether collapsing is off (knob 0, or refused by
- * the kernel). */
+/* Bytes collapsed so far, failed requests, and whether collapsing is off (knob 0, or transparent
+ * huge pages "never" or absent). */
 void omx_shm_huge_stats(uint64_t *bytes, uint64_t *failed, int *off);
 
 /* ---- copy engines ---- */

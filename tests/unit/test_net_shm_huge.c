@@ -97,6 +97,11 @@ int main(void)
 			(void)omx_shm_huge_use(&sv, 1, sv.iov_len);
 		munmap(shm, 4 * MIB);
 	}
+	/* Collapsed or not (refused on the AMD VM in the plain build, collapsed in the sanitizer
+	 * builds on the same kernel: shmem's rules are not ours to test), counted from here. */
+	uint64_t shm_bytes, shm_failures;
+	int shm_off;
+	omx_shm_huge_stats(&shm_bytes, &shm_failures, &shm_off);
 
 	/* A 7 MiB buffer 4 KiB into a 2 MiB-aligned area: its range rounds out to 8 MiB. */
 	uint8_t *base, *area;
@@ -117,7 +122,7 @@ int main(void)
 	for (uint32_t i = 1; i < after; i++)
 		CHECK_EQ(omx_shm_huge_use(&buf, 1, buf.iov_len), 0);
 	omx_shm_huge_stats(&bytes, &failures, &off);
-	CHECK_EQ(bytes, 0);
+	CHECK_EQ(bytes, shm_bytes);
 	if (small_faults)
 		CHECK_EQ(anon_huge(area), before);
 	uint64_t got = omx_shm_huge_use(&buf, 1, buf.iov_len);
@@ -128,7 +133,7 @@ int main(void)
 		CHECK_EQ(got, 0);
 	} else {
 		CHECK_EQ(got, 8 * MIB);
-		CHECK_EQ(bytes, 8 * MIB);
+		CHECK_EQ(bytes, shm_bytes + 8 * MIB);
 		CHECK(anon_huge(area) >= (long long)(6 * MIB)); /* the kernel may keep a page small */
 		uint8_t ok = 1;
 		for (size_t i = 0; i < 8 * MIB; i += 4096)

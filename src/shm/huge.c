@@ -13,7 +13,8 @@
  *
  * The range is rounded out to whole 2 MiB pages: a 1 MiB buffer gains as much as a larger one.
  * The kernel populates the rest of such a page (at most 2 MiB - 4 KiB at each end of the
- * buffer), as its THP "always" mode would. A range is collapsed again every RECHECK uses (a few
+ * buffer), as its THP "always" mode would. Where that reaches a mapping the kernel refuses, the
+ * buffer's own whole huge pages are asked for instead. A range is collapsed again every RECHECK uses (a few
  * microseconds when its pages are still huge), for memory freed and reallocated at the same
  * address in small pages. A range the kernel refuses for good (EINVAL: a kernel before 6.1, a
  * mapping the application keeps in small pages, shared memory where shmem THP is off) is not
@@ -40,8 +41,10 @@
 #define RETRY 256u
 
 struct range {
-	uintptr_t lo, hi; /* 2 MiB aligned; hi == 0: free entry */
+	uintptr_t lo, hi;    /* the buffer rounded out to 2 MiB; hi == 0: free entry */
+	uintptr_t ilo, ihi;  /* rounded in: what is asked for once the outer range failed */
 	uint32_t uses, next; /* collapse (again) when uses reaches next */
+	int inner;           /* the outer range reached a mapping the kernel refused */
 	uint64_t stamp;      /* last use: the least recent entry is replaced */
 };
 
@@ -81,20 +84,45 @@ static struct range *find(uintptr_t lo, uintptr_t hi)
 	return victim;
 }
 
-/* One range's use; the bytes collapsed by this call. Under the lock. */
-static uint64_t use(uintptr_t lo, uintptr_t hi)
+/* 0 or the errno of madvise; EINVAL for an empty range. */
+static int collapse(uintptr_t lo, uintptr_t hi)
 {
+	if (hi <= lo)
+		return EINVAL;
+	return madvise((void *)lo, hi - lo, MADV_COLLAPSE) == 0 ? 0 : errno;
+}
+
+/*
+ * One use of the buffer [start, end); the bytes collapsed by this call. Under the lock. Rounded
+ * out, the range may reach a neighbouring mapping the kernel refuses (a library's file mapping,
+ * a MADV_NOHUGEPAGE region, a hole: EINVAL or ENOMEM, and madvise stops at the first such
+ * mapping): the buffer's own whole huge pages are then asked for, from now on.
+ */
+static uint64_t use(uintptr_t start, uintptr_t end)
+{
+	uintptr_t lo = start & ~(uintptr_t)(HUGE_PAGE - 1);
+	uintptr_t hi = (end + (uintptr_t)(HUGE_PAGE - 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
 	struct range *r = find(lo, hi);
+	if (!r->uses) {
+		r->ilo = (start + (uintptr_t)(HUGE_PAGE - 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
+		r->ihi = end & ~(uintptr_t)(HUGE_PAGE - 1);
+	}
 	r->stamp = ++clock_;
 	if (++r->uses < r->next)
 		return 0;
-	if (madvise((void *)lo, hi - lo, MADV_COLLAPSE) == 0) {
+	int e = collapse(r->inner ? r->ilo : lo, r->inner ? r->ihi : hi);
+	if (e && !r->inner && (e == EINVAL || e == ENOMEM) && r->ihi > r->ilo) {
+		r->inner = 1;
+		e = collapse(r->ilo, r->ihi);
+	}
+	if (!e) {
+		uint64_t n = r->inner ? r->ihi - r->ilo : hi - lo;
 		r->next = r->uses + RECHECK;
-		collapsed_bytes += hi - lo;
-		return hi - lo;
+		collapsed_bytes += n;
+		return n;
 	}
 	failures++;
-	r->next = errno == EINVAL ? UINT32_MAX : r->uses + RETRY;
+	r->next = e == EINVAL ? UINT32_MAX : r->uses + RETRY;
 	return 0;
 }
 
@@ -124,11 +152,7 @@ uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n, uint64_t len)
 		len -= seg;
 		if (seg < OMX_SHM_HUGE_MIN)
 			continue;
-		uintptr_t lo = (uintptr_t)v[i].iov_base & ~(uintptr_t)(HUGE_PAGE - 1);
-		uintptr_t end = (uintptr_t)v[i].iov_base + seg;
-		uintptr_t hi = (end + (uintptr_t)(HUGE_PAGE - 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
-		if (hi > lo)
-			done += use(lo, hi);
+		done += use((uintptr_t)v[i].iov_base, (uintptr_t)v[i].iov_base + seg);
 	}
 	pthread_mutex_unlock(&lock);
 	return done;

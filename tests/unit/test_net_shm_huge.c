@@ -154,6 +154,26 @@ int main(void)
 		CHECK(anon_huge(area) >= (long long)(6 * MIB) && (!small_faults || anon_huge(area) > small));
 		CHECK(area[4096] == 0x33 && area[8 * MIB - 1] == 0x33);
 
+		/* Rounded out, a buffer's range reaches a neighbouring mapping the kernel refuses (the
+		 * first 2 MiB of the area kept in small pages, a mapping of its own): the buffer's own
+		 * whole huge pages are collapsed instead, 4 MiB of [1 MiB, 7 MiB). */
+		uint8_t *nbbase;
+		size_t nblen;
+		uint8_t *nb = aligned_map(8 * MIB, &nbbase, &nblen);
+		CHECK(nb != NULL);
+		if (nb) {
+			CHECK(madvise(nb, 2 * MIB, MADV_NOHUGEPAGE) == 0);
+			memset(nb, 3, 8 * MIB);
+			struct iovec nbv = { nb + MIB, 6 * MIB };
+			uint64_t n = 0;
+			for (uint32_t i = 0; i < after; i++)
+				n += omx_shm_huge_use(&nbv, 1, nbv.iov_len);
+			CHECK_EQ(n, 4 * MIB);
+			CHECK(anon_huge(nb + 2 * MIB) >= (long long)(4 * MIB));
+			CHECK_EQ(anon_huge(nb), 0);
+			munmap(nbbase, nblen);
+		}
+
 		/* A mapping the application keeps in small pages (MADV_NOHUGEPAGE): the kernel refuses
 		 * it for good, it is not asked again, and the rest stays on. */
 		uint8_t *nbase;

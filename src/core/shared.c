@@ -183,7 +183,7 @@ int omx__shared_export(union omx_request *r)
 	int e = omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)region, r->s.u.send.region_seqnum, iov,
 			       n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
 	int single = e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
-	if (single && r->s.total_len >= OMX_SHM_HUGE_MIN)
+	if (single)
 		huge_use(ep, iov, n, r->s.total_len);
 	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve). */
 	if (single && coop_chunk(r->s.total_len))
@@ -241,8 +241,7 @@ int omx__shared_single_copy(union omx_request *r)
 	}
 	/* Counted whichever way this one takes: the choice below times the single copy, whose
 	 * sender writes into this buffer too, against pulls. */
-	if (X >= OMX_SHM_HUGE_MIN)
-		huge_use(ep, iov, r->s.nseg, X);
+	huge_use(ep, iov, r->s.nseg, X);
 	int adaptive = adapted(X);
 	if (adaptive && !omx_copy_choice_single(&p->copy_choice, X, X >= omx__cfg.shared_single_copy_min)) {
 		__atomic_fetch_add(&stats.chosen_pulls, 1, __ATOMIC_RELAXED);

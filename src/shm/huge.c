@@ -98,14 +98,23 @@ static int collapse(uintptr_t lo, uintptr_t hi)
  * a MADV_NOHUGEPAGE region, a hole: EINVAL or ENOMEM, and madvise stops at the first such
  * mapping): the buffer's own whole huge pages are then asked for, from now on.
  */
+static uintptr_t huge_down(uintptr_t a)
+{
+	return a & ~(uintptr_t)(HUGE_PAGE - 1);
+}
+
+static uintptr_t huge_up(uintptr_t a)
+{
+	return huge_down(a + (uintptr_t)(HUGE_PAGE - 1));
+}
+
 static uint64_t use(uintptr_t start, uintptr_t end)
 {
-	uintptr_t lo = start & ~(uintptr_t)(HUGE_PAGE - 1);
-	uintptr_t hi = (end + (uintptr_t)(HUGE_PAGE - 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
+	uintptr_t lo = huge_down(start), hi = huge_up(end);
 	struct range *r = find(lo, hi);
 	if (!r->uses) {
-		r->ilo = (start + (uintptr_t)(HUGE_PAGE - 1)) & ~(uintptr_t)(HUGE_PAGE - 1);
-		r->ihi = end & ~(uintptr_t)(HUGE_PAGE - 1);
+		r->ilo = huge_up(start);
+		r->ihi = huge_down(end);
 	}
 	r->stamp = ++clock_;
 	if (++r->uses < r->next)
@@ -126,9 +135,12 @@ static uint64_t use(uintptr_t start, uintptr_t end)
 	return 0;
 }
 
-/* Transparent huge pages "never", or no THP at all: 1. Under the lock. */
+/* Transparent huge pages "never", or no THP at all: 1. Read once; under the lock. */
 static int thp_off(void)
 {
+	int off = __atomic_load_n(&thp_never, __ATOMIC_RELAXED);
+	if (off >= 0)
+		return off;
 	char mode[128] = "";
 	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
 	if (f) {
@@ -136,18 +148,19 @@ static int thp_off(void)
 			mode[0] = 0;
 		fclose(f);
 	}
-	return !mode[0] || strstr(mode, "[never]") != NULL;
+	off = !mode[0] || strstr(mode, "[never]") != NULL;
+	__atomic_store_n(&thp_never, off, __ATOMIC_RELAXED);
+	return off;
 }
 
 uint64_t omx_shm_huge_use(const struct iovec *v, unsigned n, uint64_t len)
 {
-	if (!__atomic_load_n(&after, __ATOMIC_RELAXED) || __atomic_load_n(&thp_never, __ATOMIC_RELAXED) == 1)
+	if (len < OMX_SHM_HUGE_MIN || !__atomic_load_n(&after, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&thp_never, __ATOMIC_RELAXED) == 1)
 		return 0;
 	uint64_t done = 0;
 	pthread_mutex_lock(&lock);
-	if (__atomic_load_n(&thp_never, __ATOMIC_RELAXED) < 0)
-		__atomic_store_n(&thp_never, thp_off(), __ATOMIC_RELAXED);
-	for (unsigned i = 0; i < n && len && !__atomic_load_n(&thp_never, __ATOMIC_RELAXED); i++) {
+	for (unsigned i = 0; i < n && len && !thp_off(); i++) {
 		size_t seg = v[i].iov_len < len ? v[i].iov_len : (size_t)len;
 		len -= seg;
 		if (seg < OMX_SHM_HUGE_MIN)
@@ -163,8 +176,6 @@ void omx_shm_huge_stats(uint64_t *bytes, uint64_t *failed, int *off)
 	pthread_mutex_lock(&lock);
 	*bytes = collapsed_bytes;
 	*failed = failures;
-	if (__atomic_load_n(&thp_never, __ATOMIC_RELAXED) < 0)
-		__atomic_store_n(&thp_never, thp_off(), __ATOMIC_RELAXED);
-	*off = __atomic_load_n(&thp_never, __ATOMIC_RELAXED) == 1 || !__atomic_load_n(&after, __ATOMIC_RELAXED);
+	*off = thp_off() || !__atomic_load_n(&after, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lock);
 }

@@ -85,7 +85,7 @@ int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uin
 int omx_shm_yama_scope(void);
 
 /* ---- huge pages for reused large buffers (huge.c) ---- */
-/* Segments shorter than this are not counted. */
+/* Transfers and segments shorter than this are not counted (the former without a lock). */
 #define OMX_SHM_HUGE_MIN (1u << 20)
 /* Collapse a range into transparent huge pages at its Nth use (0: never; default 8). Forgets
  * the uses counted so far. */

@@ -40,16 +40,23 @@ static long long anon_huge(const void *p)
 	return kb < 0 ? -1 : kb * 1024;
 }
 
-/* Can this kernel collapse anonymous memory: THP not "never", Linux 6.1 or later? */
-static int thp_usable(void)
+/* The THP mode line ("always [madvise] never"), "" if there is none. */
+static void thp_mode(char *mode, size_t len)
 {
-	char mode[128] = "";
+	mode[0] = 0;
 	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
 	if (f) {
-		if (!fgets(mode, sizeof(mode), f))
+		if (!fgets(mode, (int)len, f))
 			mode[0] = 0;
 		fclose(f);
 	}
+}
+
+/* Can this kernel collapse anonymous memory: THP not "never", Linux 6.1 or later? */
+static int thp_usable(void)
+{
+	char mode[128];
+	thp_mode(mode, sizeof(mode));
 	struct utsname u;
 	int major = 0, minor = 0;
 	if (uname(&u) == 0)
@@ -60,13 +67,8 @@ static int thp_usable(void)
 /* THP in "madvise" mode: anonymous memory faults in small pages unless asked otherwise. */
 static int thp_madvise_mode(void)
 {
-	char mode[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-	if (f) {
-		if (!fgets(mode, sizeof(mode), f))
-			mode[0] = 0;
-		fclose(f);
-	}
+	char mode[128];
+	thp_mode(mode, sizeof(mode));
 	return strstr(mode, "[madvise]") != NULL;
 }
 

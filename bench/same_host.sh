@@ -94,7 +94,7 @@ for l in sorted(rows):
     lat = [r[0] for r in keep]; bw = [r[1] for r in keep]
     far = len(rows[l]) - len(near_rows)
     note = (", %d far apart left out" % far if near_rows else ", ALL far apart") if far else ""
-    print("%-18s %9d  %9.2f us  %9.1f MB/s  (%d runs%s, %.2f-%.2f us)" % (sys.argv[1], l, statistics.median(lat),
+    print("%-18s %9d  %9.3f us  %9.1f MB/s  (%d runs%s, %.3f-%.3f us)" % (sys.argv[1], l, statistics.median(lat),
           statistics.median(bw), len(keep), note, min(lat), max(lat)))
 '
 LP=$BUILD/bench/local_pingpong

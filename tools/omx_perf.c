@@ -350,9 +350,9 @@ static void linger(omx_endpoint_t ep)
 {
 	uint64_t until = omx_now_ns() + LINGER_MAX_NS;
 	for (;;) {
-		pthread_mutex_lock(&ep->lock);
+		omx__eplock(&ep->lock);
 		int pending = !omx_list_empty(&ep->resend_list);
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		if (!pending || omx_now_ns() > until)
 			return;
 		omx_progress(ep);

@@ -367,7 +367,7 @@ omx_return_t omx_iconnect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_
 {
 	union omx_request *r;
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	omx_return_t ret = start_connect(ep, nic_id, endpoint_id, key, match_info, context, &r, 0);
 	if (ret == OMX_SUCCESS) {
 		if (request)
@@ -379,7 +379,7 @@ omx_return_t omx_iconnect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_
 		}
 		omx__progress(ep);
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	if (ret != OMX_SUCCESS)
 		return omx__error(ep, ret, "Connecting to %012llx endpoint %u", (unsigned long long)nic_id, endpoint_id);
 	return OMX_SUCCESS;
@@ -396,10 +396,10 @@ omx_return_t omx_connect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_i
 {
 	union omx_request *r;
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	omx_return_t ret = start_connect(ep, nic_id, endpoint_id, key, 0, NULL, &r, 1);
 	if (ret != OMX_SUCCESS) {
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return omx__error(ep, ret, "Connecting to %012llx endpoint %u", (unsigned long long)nic_id, endpoint_id);
 	}
 	omx__progress(ep);
@@ -419,7 +419,7 @@ omx_return_t omx_connect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_i
 	omx_list_del(&r->s.done_elt);
 	r->s.state |= OMX_RS_COLLECTED;
 	omx__req_maybe_free(r);
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	if (ret != OMX_SUCCESS)
 		return omx__error(ep, ret, "Connecting to %012llx endpoint %u", (unsigned long long)nic_id, endpoint_id);
 	return OMX_SUCCESS;
@@ -428,7 +428,7 @@ omx_return_t omx_connect(omx_endpoint_t ep, uint64_t nic_id, uint32_t endpoint_i
 omx_return_t omx_disconnect(omx_endpoint_t ep, omx_endpoint_addr_t addr)
 {
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	omx__progress(ep);
 	struct omx_partner *p = omx__partner_from_addr(ep, &addr);
 	if (p && !p->is_self) {
@@ -444,7 +444,7 @@ omx_return_t omx_disconnect(omx_endpoint_t ep, omx_endpoint_addr_t addr)
 		p->user_context = NULL;
 		omx__partner_reset(p, OMX_REMOTE_ENDPOINT_UNREACHABLE, OMX_RESET_NEW_SESNUM);
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 

@@ -11,6 +11,7 @@
 
 #include "open-mx.h"
 #include "core/counters.h"
+#include "core/eplock.h"
 #include "core/list.h"
 #include "core/seqnum.h"
 #include "net/net.h"
@@ -386,8 +387,8 @@ struct omx_region {
 struct omx_endpoint {
 	uint32_t magic;           /* OMX_EP_MAGIC while open; closed structs stay allocated, poisoned */
 	struct omx_list list_elt; /* omx__g.endpoints */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	struct omx_eplock lock;
+	struct omx_epcond cond; /* its waits end at CLOCK_MONOTONIC deadlines */
 	uint32_t board_index;
 	uint32_t endpoint_index;
 	uint32_t key;
@@ -398,6 +399,7 @@ struct omx_endpoint {
 	struct omx_net *local;   /* same-host partners (net/local.c); NULL in tests over the hub */
 	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
 	unsigned local_nack_count;
+	int net_skipped; /* the last progress pass left the network out (progress_pass) */
 	int lock_fd;  /* flock'd file making the (board, endpoint) slot ours */
 	int event_fd; /* wakes a sleeping waiter: omx_wakeup, completions by other threads */
 	struct omx_net *pkt;   /* the packet transport under any wrapper; NULL over the test hub */

@@ -158,8 +158,6 @@ static void endpoint_free(struct omx_endpoint *ep)
 	free(ep->txbuf);
 	free(ep->batchbuf);
 	free(ep->pullbuf);
-	pthread_mutex_destroy(&ep->lock);
-	pthread_cond_destroy(&ep->cond);
 	pthread_mutex_lock(&graveyard_lock);
 	if (graveyard_count < sizeof(graveyard) / sizeof(graveyard[0])) {
 		memset(ep, 0, sizeof(*ep));
@@ -180,16 +178,7 @@ static struct omx_endpoint *endpoint_alloc(void)
 		ep = malloc(sizeof(*ep));
 	if (!ep)
 		return NULL;
-	memset(ep, 0, sizeof(*ep));
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-	pthread_mutex_init(&ep->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ep->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	memset(ep, 0, sizeof(*ep)); /* the lock and its condition too: free, nobody waiting */
 	omx_list_init(&ep->list_elt);
 	omx_list_init(&ep->posted_recvs);
 	omx_list_init(&ep->unexp);
@@ -467,9 +456,9 @@ omx_return_t omx_open_endpoint(uint32_t board_index, uint32_t endpoint_index, ui
 	omx__verbose("opened endpoint %u on board %u (%s), session %08x, %s wire mode, frame MTU %u\n",
 		     ep->endpoint_index, ep->board_index, ep->board->iface.name, ep->session,
 		     ep->wp.mode == OMX_WIRE_COMPAT ? "MX-compatible" : "extended", ep->wp.mtu);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	omx__progress(ep);
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	apply_binding(ep);
 	if (omx__cfg.progress_thread && omx__progress_thread_start(ep) != 0)
 		omx__warn("cannot start the progress thread of endpoint %u; progress only inside calls\n",
@@ -496,15 +485,15 @@ int omx__endpoint_check(struct omx_endpoint *ep)
  */
 static int close_quiesce_handler(struct omx_endpoint *ep)
 {
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	if (ep->in_handler && pthread_equal(ep->handler_thread, pthread_self())) {
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return -1;
 	}
 	while (ep->in_handler)
-		pthread_cond_wait(&ep->cond, &ep->lock);
+		omx__epcond_wait(&ep->cond, &ep->lock, NULL);
 	ep->handlers_off = 1;
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return 0;
 }
 
@@ -535,7 +524,7 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	if (last_on_board)
 		omx__responder_release(ep->board_index);
 
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	ep->refusing = 1;
 	/* Linger (bounded) until what we owe peers is acked: above all the NOTIFY of a large
 	 * message we just received, without which its sender would wait for its whole resend
@@ -543,10 +532,10 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	uint64_t until = omx_now_ns() + omx__cfg.close_linger_ns;
 	while (!omx_list_empty(&ep->resend_list) && omx_now_ns() < until) {
 		omx__progress(ep);
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		struct pollfd pfd[2] = { { ep->net->fd, POLLIN, 0 }, { ep->net->fd2, POLLIN, 0 } };
 		poll(pfd, 2, 1);
-		pthread_mutex_lock(&ep->lock);
+		omx__eplock(&ep->lock);
 	}
 	/* What is still unacked is abandoned: an eager send reported complete may never reach its
 	 * receiver (MX semantics; the original did the same, silently). Counted, and said. */
@@ -564,7 +553,7 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 	omx__notify_waiters(ep);
 	uint64_t one = 1;
 	(void)!write(ep->event_fd, &one, sizeof(one));
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	omx__progress_thread_stop(ep);
 	pthread_mutex_lock(&omx__g.lock);
 	omx__counters_close(ep);
@@ -596,51 +585,51 @@ omx_return_t omx_get_endpoint_addr(omx_endpoint_t ep, omx_endpoint_addr_t *addr)
 omx_return_t omx_wakeup(omx_endpoint_t ep)
 {
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	ep->wakeup_gen++;
-	pthread_cond_broadcast(&ep->cond);
+	omx__epcond_broadcast(&ep->cond);
 	uint64_t one = 1;
 	(void)!write(ep->event_fd, &one, sizeof(one));
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
 omx_return_t omx_progress(omx_endpoint_t ep)
 {
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	omx__progress(ep);
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
 omx_return_t omx_disable_progression(omx_endpoint_t ep)
 {
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	while (ep->in_handler && !pthread_equal(ep->handler_thread, pthread_self()))
-		pthread_cond_wait(&ep->cond, &ep->lock);
+		omx__epcond_wait(&ep->cond, &ep->lock, NULL);
 	ep->progression_disabled = 1;
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
 omx_return_t omx_reenable_progression(omx_endpoint_t ep)
 {
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	ep->progression_disabled = 0;
 	omx__progress(ep);
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
 omx_return_t omx_register_unexp_handler(omx_endpoint_t ep, omx_unexp_handler_t handler, void *context)
 {
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	ep->unexp_handler = handler;
 	ep->unexp_handler_ctx = context;
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }

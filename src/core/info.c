@@ -78,10 +78,10 @@ static int discovery_wait(const char *hostname)
 		}
 		pthread_mutex_unlock(&omx__g.lock);
 		for (int i = 0; i < n; i++) {
-			pthread_mutex_lock(&eps[i]->lock);
+			omx__eplock(&eps[i]->lock);
 			if (omx__ep_live(eps[i]))
 				omx__progress(eps[i]);
-			pthread_mutex_unlock(&eps[i]->lock);
+			omx__epunlock(&eps[i]->lock);
 		}
 		struct timespec ts = { 0, 5000000 };
 		nanosleep(&ts, NULL);

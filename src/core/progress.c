@@ -139,9 +139,9 @@ static void *progress_main(void *arg)
 		/* Lock taken by someone else: an application thread is inside the library, progressing
 		 * (a long copy, say), or about to. Look again later rather than queue behind it. */
 		int took = 0;
-		if (pthread_mutex_trylock(&ep->lock) == 0) {
+		if (!omx__eplock_try(&ep->lock)) {
 			took = take_over(ep, &ps);
-			pthread_mutex_unlock(&ep->lock);
+			omx__epunlock(&ep->lock);
 		}
 		if (!took) {
 			sched_batch(&ps, 1);

@@ -69,11 +69,11 @@ int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint6
 	ep->handler_thread = pthread_self();
 	omx_unexp_handler_t h = ep->unexp_handler;
 	void *ctx = ep->unexp_handler_ctx;
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	int act = (int)h(ctx, a, match, len, (void *)(uintptr_t)data);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	ep->in_handler = 0;
-	pthread_cond_broadcast(&ep->cond);
+	omx__epcond_broadcast(&ep->cond);
 	if (act == OMX_UNEXP_HANDLER_RECV_FINISHED)
 		return 1;
 	if (act != OMX_UNEXP_HANDLER_RECV_CONTINUE)

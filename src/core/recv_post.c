@@ -43,7 +43,7 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 			return omx__error(ep, OMX_BAD_MATCHING_FOR_CONTEXT_ID_MASK, "Posting receive with mask 0x%llx",
 					  (unsigned long long)mask);
 	}
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	struct omx_list *pos, *tmp;
 	union omx_request *r = NULL;
 	omx_list_for_each_safe(pos, tmp, &ep->unexp) {
@@ -57,7 +57,7 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 	if (!r) {
 		r = omx__req_alloc(ep, OMX_REQ_RECV);
 		if (!r) {
-			pthread_mutex_unlock(&ep->lock);
+			omx__epunlock(&ep->lock);
 			return omx__error(ep, OMX_NO_RESOURCES, "Allocating receive request");
 		}
 	}
@@ -65,7 +65,7 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 	if (ret != OMX_SUCCESS) {
 		if (!consumed)
 			omx__req_free(r);
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return omx__error(ep, ret, "Posting receive");
 	}
 	r->s.u.recv.match_info = match;
@@ -83,7 +83,7 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 		omx_list_add_tail(&ep->posted_recvs, &r->s.queue_elt);
 		omx__progress(ep);
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 

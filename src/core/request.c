@@ -246,7 +246,7 @@ static void collect(union omx_request *r, omx_status_t *status)
 #define ENTER(ep)                                                                                              \
 	do {                                                                                                   \
 		OMX_CHECK_EP(ep);                                                                              \
-		pthread_mutex_lock(&(ep)->lock);                                                               \
+		omx__eplock(&(ep)->lock);                                                                      \
 		omx__progress(ep);                                                                             \
 	} while (0)
 
@@ -256,7 +256,7 @@ omx_return_t omx_test(omx_endpoint_t ep, omx_request_t *request, omx_status_t *s
 	if (!request || !*request)
 		return omx__error(ep, OMX_BAD_REQUEST, "Testing a NULL request");
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	union omx_request *r = *request;
 	/* A request that completed before this call (an eager send completes in its own post) is
 	 * returned without a progress pass: the call that completed it made one. */
@@ -267,7 +267,7 @@ omx_return_t omx_test(omx_endpoint_t ep, omx_request_t *request, omx_status_t *s
 		*request = NULL;
 		*result = 1;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
@@ -291,7 +291,7 @@ omx_return_t omx_wait(omx_endpoint_t ep, omx_request_t *request, omx_status_t *s
 		*request = NULL;
 		*result = 1;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
@@ -336,7 +336,7 @@ static omx_return_t any_common(omx_endpoint_t ep, uint64_t match_info, uint64_t 
 		collect(a.found, status);
 		*result = 1;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
@@ -368,7 +368,7 @@ static omx_return_t peek_common(omx_endpoint_t ep, omx_request_t *request, uint3
 		*request = (union omx_request *)omx_container_of(ep->done.next, omx_req_t, done_elt);
 		*result = 1;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
@@ -407,7 +407,7 @@ static omx_return_t probe_common(omx_endpoint_t ep, uint64_t match_info, uint64_
 		}
 		*result = 1;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
@@ -445,7 +445,7 @@ omx_return_t omx_ibuffered(omx_endpoint_t ep, omx_request_t *request, uint32_t *
 	default:
 		ret = OMX_BAD_REQUEST;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return ret;
 }
 
@@ -460,13 +460,13 @@ omx_return_t omx_forget(omx_endpoint_t ep, omx_request_t *request)
 	if (!request || !*request)
 		return OMX_SUCCESS;
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	union omx_request *r = *request;
 	omx_list_del(&r->s.done_elt);
 	r->s.state |= OMX_RS_COLLECTED;
 	omx__req_maybe_free(r);
 	*request = NULL;
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
@@ -496,7 +496,7 @@ static omx_return_t cancel_common(omx_endpoint_t ep, omx_request_t *request, uin
 	union omx_request *r = *request;
 	omx_return_t ret = OMX_SUCCESS;
 	if (r->s.type <= OMX_REQ_SEND_SELF) {
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_BAD_REQUEST, "Cancelling a send request");
 	}
 	if (cancel_detach(r)) {
@@ -509,7 +509,7 @@ static omx_return_t cancel_common(omx_endpoint_t ep, omx_request_t *request, uin
 			*request = NULL;
 		}
 	}
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return ret;
 }
 

@@ -628,7 +628,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	 * is out: it cannot fail then. */
 	union omx_request *r = ep->req_cache ? NULL : omx__req_alloc(ep, OMX_REQ_SEND_TINY);
 	if (!r && !ep->req_cache) {
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_NO_RESOURCES, "Allocating send request");
 	}
 	uint32_t len = nseg ? segs[0].len : 0;
@@ -659,7 +659,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	arm_resend(r);
 	complete_early(ep, r);
 	omx__progress_clocked(ep);
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 
@@ -668,17 +668,17 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 {
 	omx_return_t ret;
 	OMX_CHECK_EP(ep);
-	pthread_mutex_lock(&ep->lock);
+	omx__eplock(&ep->lock);
 	struct omx_partner *p = omx__partner_from_addr(ep, &dest);
 	if (!p) {
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_BAD_ENDPOINT, "Sending to an invalid address (disconnected, or of another endpoint)");
 	}
 	if (eager_local_fits(p, segs, nseg, synchronous))
 		return post_send_eager_local(ep, p, segs, nseg, dest, match, context, request);
 	union omx_request *r = omx__req_alloc(ep, OMX_REQ_SEND_TINY);
 	if (!r) {
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_NO_RESOURCES, "Allocating send request");
 	}
 	ret = omx__req_set_segs(r, segs, nseg);
@@ -690,7 +690,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 	}
 	if (ret != OMX_SUCCESS) {
 		omx__req_free(r);
-		pthread_mutex_unlock(&ep->lock);
+		omx__epunlock(&ep->lock);
 		return omx__error(ep, ret, "Posting send");
 	}
 	if (!request)
@@ -711,7 +711,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 		complete_early(ep, r);
 	}
 	omx__progress_clocked(ep);
-	pthread_mutex_unlock(&ep->lock);
+	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
 

@@ -108,9 +108,9 @@ static void close_pair(void)
 /* One frame into A's receive path, as the transport would deliver it. */
 static void inject(const uint8_t *f, size_t len)
 {
-	pthread_mutex_lock(&A->lock);
+	omx__eplock(&A->lock);
 	omx__recv_frame(A, f, len);
-	pthread_mutex_unlock(&A->lock);
+	omx__epunlock(&A->lock);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -275,12 +275,12 @@ static void test_unexp_handler_and_self(void)
 /* The endpoints' progress threads read these timers under their endpoint's lock. */
 static void set_ack_resend_delays(uint64_t ack, uint64_t resend)
 {
-	pthread_mutex_lock(&A->lock);
-	pthread_mutex_lock(&B->lock);
+	omx__eplock(&A->lock);
+	omx__eplock(&B->lock);
 	omx__cfg.ack_delay_ns = ack;
 	omx__cfg.resend_delay_ns = resend;
-	pthread_mutex_unlock(&B->lock);
-	pthread_mutex_unlock(&A->lock);
+	omx__epunlock(&B->lock);
+	omx__epunlock(&A->lock);
 }
 
 static void test_notify_acks_rndv(void)

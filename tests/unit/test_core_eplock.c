@@ -100,6 +100,29 @@ int main(void)
 	signal(SIGALRM, hung);
 	alarm(120);
 
+	/* No thread created yet: with glibc's flag the lock is a plain store (no atomic operation). */
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+	CHECK(OMX_SINGLE_THREADED());
+#endif
+#endif
+	omx__eplock(&L);
+	CHECK_EQ(L.word, 1);
+	omx__epunlock(&L);
+	CHECK_EQ(L.word, 0);
+	/* Taken single-threaded, then a thread created: it must wait for the release, which then
+	 * goes the multi-threaded way (and wakes it if it slept). */
+	omx__eplock(&L);
+	pthread_t late;
+	pthread_create(&late, NULL, blocked, NULL);
+	CHECK(!OMX_SINGLE_THREADED());
+	usleep(20000);
+	CHECK_EQ(__atomic_load_n(&blocked_done, __ATOMIC_RELAXED), 0);
+	omx__epunlock(&L);
+	pthread_join(late, NULL);
+	CHECK_EQ(blocked_done, 1);
+	blocked_done = 0;
+
 	/* Mutual exclusion. */
 	pthread_t t[ADDERS];
 	for (int i = 0; i < ADDERS; i++)

@@ -107,16 +107,19 @@ static void probe(struct omx_endpoint *ep, struct omx_partner *p)
 void omx__notify_watch(struct omx_endpoint *ep, uint64_t now)
 {
 	uint64_t quiet = 2 * omx__cfg.resend_delay_ns;
+	int owed = 0;
 	ep->next_notify_watch = now + omx__cfg.resend_delay_ns / 2;
 	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
 		struct omx_peer *peer = omx__peer(i);
-		/* same-host partners: shared.c's check (tests over the in-memory hub have none) */
-		if (!peer || (peer->local_board >= 0 && ep->local) || !ep->partners[i])
+		if (!peer || !ep->partners[i])
 			continue;
 		for (uint32_t e = 0; e < omx__cfg.endpoint_max; e++) {
 			struct omx_partner *p = ep->partners[i][e];
-			if (!p || p->is_self || p->probe ||
-			    (omx_list_empty(&p->need_notify) && omx_list_empty(&p->partial_recvs)) ||
+			if (!p || p->is_self || (omx_list_empty(&p->need_notify) && omx_list_empty(&p->partial_recvs)))
+				continue;
+			owed = 1;
+			/* same-host partners: shared.c's check (tests over the in-memory hub have none) */
+			if ((peer->local_board >= 0 && ep->local) || p->probe ||
 			    (p->true_session == OMX_SESSION_UNKNOWN && p->back_session == OMX_SESSION_UNKNOWN) ||
 			    now - p->last_heard_ns < quiet)
 				continue;
@@ -124,6 +127,7 @@ void omx__notify_watch(struct omx_endpoint *ep, uint64_t now)
 			probe(ep, p);
 		}
 	}
+	ep->owed_watch = owed;
 }
 
 void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now)

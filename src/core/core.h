@@ -437,6 +437,9 @@ struct omx_endpoint {
 	uint64_t next_host_query_check;
 	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
 	uint64_t next_notify_watch; /* remote partners owing NOTIFYs: still there? (connect.c) */
+	/* Some partner may owe NOTIFYs or fragments: a sleeper wakes for the two checks above
+	 * (set when one starts owing, recomputed by omx__notify_watch). */
+	int owed_watch;
 	uint64_t next_responder_ns; /* the board's NACK responder is polled at most this often */
 	/* now_ns when the timers were last looked at: they only fall due when the clock moves
 	 * (omx__progress), except acks that must leave at once (acks_now). */
@@ -711,6 +714,9 @@ void omx__responder_progress(struct omx_endpoint *ep, uint64_t now);
 /* From an endpoint's progress thread (no endpoint lock held): the filter's open set every 100 ms
  * (it sleeps for an RCU grace period, responder.c). */
 void omx__responder_refresh(uint32_t board_index);
+/* The responder's socket when this process holds the board's role, else -1: a sleeping poller
+ * watches it too, so that NACKs do not wait for its next wake-up (up to a second). */
+int omx__responder_fd(uint32_t board_index);
 void omx__responder_release(uint32_t board_index);
 /* For a process without endpoints (omxd): take the responder role of every attached board that
  * nobody holds, answer what is pending, and give the sockets to sleep on (returns their count). */

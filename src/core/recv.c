@@ -193,6 +193,7 @@ static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union 
 		r->s.state |= OMX_RS_RECV_PARTIAL;
 		ep->mediums_partial++;
 		omx_list_add_tail(&p->partial_recvs, &r->s.queue_elt);
+		ep->owed_watch = 1;
 		medium_add_frag(ep, r, pkt);
 		break;
 	case OMX_PT_RNDV:

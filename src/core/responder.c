@@ -277,6 +277,20 @@ unsigned omx__responder_serve(int *fds, unsigned max_fds)
 	return n;
 }
 
+int omx__responder_fd(uint32_t board_index)
+{
+	if (omx__test_memnet() || board_index >= OMX_BOARD_MAX)
+		return -1;
+	pthread_once(&responders_once, responders_init);
+	struct omx_responder *r = &responders[board_index];
+	/* Held by a refresh for a /proc/locks read (milliseconds): this sleep goes without it. */
+	if (pthread_mutex_trylock(&r->lock) != 0)
+		return -1;
+	int fd = r->net ? r->net->fd : -1;
+	pthread_mutex_unlock(&r->lock);
+	return fd;
+}
+
 /* The last endpoint of this process on the board is closing: give the role up. */
 void omx__responder_release(uint32_t board_index)
 {

@@ -301,6 +301,7 @@ void omx__ack_received(struct omx_partner *p, uint16_t ack)
 				omx__req_clear(r, OMX_RS_NEED_ACK | OMX_RS_NEED_REPLY);
 			} else {
 				omx_list_add_tail(&p->need_notify, &r->s.queue_elt);
+				ep->owed_watch = 1;
 				omx__req_clear(r, OMX_RS_NEED_ACK);
 			}
 		} else {

@@ -133,6 +133,15 @@ uint64_t omx__next_timer(struct omx_endpoint *ep)
 	struct omx_partner *p = omx_list_first(&ep->ack_list, struct omx_partner, ack_elt);
 	if (p)
 		t = p->ack_state == 2 ? 0 : (p->ack_since_ns + omx__cfg.ack_delay_ns < t ? p->ack_since_ns + omx__cfg.ack_delay_ns : t);
+	/* A partner that may owe us NOTIFYs or fragments is checked on (probed, or its ring looked
+	 * at) on these timers: a sleeper that ignored them slept up to its one-second cap between
+	 * checks, and a dead receiver's sender learnt of it up to a second late. */
+	if (ep->owed_watch) {
+		if (ep->next_notify_watch < t)
+			t = ep->next_notify_watch;
+		if (ep->local && ep->next_shared_check < t)
+			t = ep->next_shared_check;
+	}
 	uint64_t pt = omx__pull_next_deadline(ep);
 	if (pt && pt < t)
 		t = pt;
@@ -150,8 +159,11 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	int ms = until == UINT64_MAX ? -1 : (until <= now ? 0 : (int)((until - now + 999999) / 1000000));
 	if (ms > 1000 || ms < 0)
 		ms = 1000; /* bounded: signals and changes of configuration are noticed */
-	struct pollfd fds[4] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
-				 { ep->local ? ep->local->fd : -1, POLLIN, 0 }, { ep->net->fd2, POLLIN, 0 } };
+	/* A responder's socket closed meanwhile (the role given up by another thread) reads
+	 * POLLNVAL: a spurious wake-up, nothing more. */
+	struct pollfd fds[5] = { { ep->net->fd, POLLIN, 0 }, { ep->event_fd, POLLIN, 0 },
+				 { ep->local ? ep->local->fd : -1, POLLIN, 0 }, { ep->net->fd2, POLLIN, 0 },
+				 { omx__responder_fd(ep->board_index), POLLIN, 0 } };
 	if (ep->local && ep->local->ops->prepare_sleep && ep->local->ops->prepare_sleep(ep->local, 1, 0))
 		ms = 0; /* frames already in our shared-memory ring */
 	ep->poller_active = 1;
@@ -159,7 +171,7 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	/* poll(), not an epoll set kept per endpoint: an epoll entry stays on each socket's wait
 	 * queue, so every frame received while we are awake ran its wake-up callback (blocking
 	 * 4 MiB streams lost ~8%, docs/performance.md stop 27). */
-	int r = poll(fds, 4, ms);
+	int r = poll(fds, 5, ms);
 	int intr = r < 0 && errno == EINTR;
 	if (r > 0 && (fds[1].revents & POLLIN)) {
 		uint64_t v;
@@ -167,7 +179,7 @@ void omx__sleep_as_poller(struct omx_endpoint *ep, uint64_t until)
 	}
 	/* A pending socket error (ENETDOWN after the link went down) keeps poll() returning until
 	 * it is read: read it, or every later sleep would be a busy loop. */
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (r > 0 && i != 1 && (fds[i].revents & POLLERR)) {
 			int err = 0;
 			socklen_t len = sizeof(err);

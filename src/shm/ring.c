@@ -425,7 +425,6 @@ static void release_slot(struct omx_shm_ring *r, struct slot *s, uint64_t pos)
 	__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->seq, pos + r->mask + 1, __ATOMIC_RELEASE);
 	r->head = pos + 1;
-	__atomic_store_n(&r->h->head, r->head, __ATOMIC_RELAXED);
 }
 
 static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg,
@@ -475,7 +474,6 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 		if (__atomic_compare_exchange_n(&s->seq, &expect, pos + r->mask + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
 			r->head = pos + 1;
-			__atomic_store_n(&r->h->head, r->head, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&r->h->skipped, 1, __ATOMIC_RELAXED);
 		}
 		r->stall_since = 0;

@@ -50,7 +50,7 @@ struct ring_hdr {
 	uint32_t waiting __attribute__((aligned(64)));
 	uint32_t sock_hint; /* bumped by producers that sent a frame to the owner's socket instead */
 	uint64_t tail __attribute__((aligned(64)));
-	uint64_t head __attribute__((aligned(64)));
+	uint64_t head __attribute__((aligned(64))); /* unused: the consumer's position is its own; kept for the layout */
 	struct export_ent exports[OMX_SHM_EXPORTS] __attribute__((aligned(64)));
 };
 

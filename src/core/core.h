@@ -322,6 +322,14 @@ struct omx_partner {
 	uint32_t gen;          /* bumped when the record is reset: stale addresses are detected */
 	void *user_context;
 	uint32_t true_session; /* session to put in packets to the partner (0xFFFFFFFF unknown) */
+	/* same-host eager sends (omx__send_eager_partner): the way to its ring (net/local.c), and
+	 * the frame's header with what stays the same between messages, valid while eager_tmpl_ok
+	 * and the session and our peer index at its host are those it was made with */
+	struct omx_net_local_route route;
+	uint8_t eager_tmpl[OMX_EAGER_HDR_LEN];
+	uint8_t eager_tmpl_ok;
+	uint16_t eager_tmpl_index;
+	uint32_t eager_tmpl_session;
 	uint32_t back_session; /* session of the partner instance that connected to us */
 	/* send direction */
 	uint16_t next_send_seq;   /* 0xFFFF: not connected */
@@ -576,6 +584,9 @@ void omx__notify_waiters(struct omx_endpoint *ep);
 /* A TINY or SMALL frame to an endpoint of this host (ep->local): omx__send_frame without the
  * look-up of the destination. */
 void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+/* A same-host TINY/SMALL to p (transmit.c): omx__send_eager_local's frame, from p's template. */
+void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
+			     const void *payload, uint32_t len, int counter);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* send.c: the largest eager message to remote peers over an interface of these wire parameters:
  * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over fragments of 8 KiB

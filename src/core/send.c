@@ -635,12 +635,8 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	uint32_t len = nseg ? segs[0].len : 0;
 	int tiny = len <= OMX_TINY_MAX;
 	uint16_t seq = p->next_send_seq;
-	struct omx_pkt pkt;
-	fill_eager_head(&pkt, ep, p, seq, match, tiny ? OMX_PT_TINY : OMX_PT_SMALL);
-	pkt.u.msg.length = len;
-	pkt.payload = len ? segs[0].ptr : NULL;
-	pkt.payload_len = len;
-	omx__send_eager_local(ep, &pkt, tiny ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
+	omx__send_eager_partner(ep, p, tiny ? OMX_PT_TINY : OMX_PT_SMALL, seq, match, len ? segs[0].ptr : NULL, len,
+				tiny ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
 
 	/* The request, as try_send_now and omx__send_sequenced leave it. */
 	if (!r)

@@ -120,6 +120,46 @@ void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int cou
 	sent(ep, pkt, 1, ep->local->ops->send(ep->local, &iov, 1), counter);
 }
 
+/* ~75 instructions of a same-host message's critical ~1320 went to filling a packet and encoding
+ * it field by field, and ~60 to finding the peer's ring from the frame (bench/self_pingpong). */
+void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
+			     const void *payload, uint32_t len, int counter)
+{
+	uint16_t rindex = omx__partner_reverse_index(p);
+	if (!p->eager_tmpl_ok || p->eager_tmpl_session != p->true_session || p->eager_tmpl_index != rindex) {
+		struct omx_pkt t;
+		memset(&t, 0, sizeof(t));
+		memcpy(t.dst_mac, p->mac, 6);
+		memcpy(t.src_mac, ep->board->iface.mac, 6);
+		t.peer_index = rindex;
+		t.ptype = OMX_PT_TINY;
+		t.u.msg.dst_endpoint = p->endpoint_index;
+		t.u.msg.src_endpoint = (uint8_t)ep->endpoint_index;
+		t.u.msg.session = p->true_session;
+		p->eager_tmpl_ok = omx_wire_eager_template(&t, p->eager_tmpl) != 0;
+		p->eager_tmpl_index = rindex;
+		p->eager_tmpl_session = p->true_session;
+	}
+	size_t n = omx_wire_encode_eager_from(p->eager_tmpl, ptype, seq, omx__piggyack(p), match, payload, len, ep->txbuf,
+					      ep->txbuf_len);
+	if (!n) {
+		omx__verbose("cannot encode packet type %u, dropped\n", ptype);
+		return;
+	}
+	struct iovec iov = { ep->txbuf, n };
+	int r = omx_net_local_send_routed(ep->local, &p->route, p->mac, p->endpoint_index, &iov, 1);
+	/* What sent() needs of the packet, for its NACK if nobody has the endpoint open. */
+	struct omx_pkt pkt;
+	memset(&pkt, 0, r ? sizeof(pkt) : 0);
+	memcpy(pkt.dst_mac, p->mac, 6);
+	pkt.ptype = ptype;
+	pkt.peer_index = rindex;
+	pkt.u.msg.dst_endpoint = p->endpoint_index;
+	pkt.u.msg.lib_seqnum = seq;
+	pkt.payload_len = len;
+	sent(ep, &pkt, 1, r, counter);
+}
+
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)
 {
 	struct iovec iov[2];

@@ -36,6 +36,7 @@ struct peer_ring {
 	uint8_t mac[6];
 	uint8_t endpoint;
 	uint8_t used;
+	uint32_t gen; /* bumped when the entry is given to another peer: routes to it lapse */
 	struct omx_shm_ring *ring; /* NULL: none (retry_ns) */
 	uint64_t check_ns, retry_ns, last_use;
 };
@@ -116,7 +117,9 @@ static struct peer_ring *peer_lookup(struct omx_net_local *l, const uint8_t *mac
 	}
 	if (victim->ring)
 		omx_shm_ring_close(victim->ring);
+	uint32_t gen = victim->gen + 1;
 	memset(victim, 0, sizeof(*victim));
+	victim->gen = gen;
 	memcpy(victim->mac, mac, 6);
 	victim->endpoint = ep;
 	victim->used = 1;
@@ -187,6 +190,35 @@ static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 		struct peer_ring *p = l->own ? l->last : NULL;
 		if (p && p->ring && p->endpoint == ep && !memcmp(p->mac, frame, 6))
 			omx_shm_ring_hint_bump(p->ring);
+	}
+	return e;
+}
+
+/* The same-host eager sends' way in: ~75 of the ~320 instructions between the send call and the
+ * frame in the peer's ring went to parsing the destination back out of the frame and looking its
+ * ring up (bench/self_pingpong under callgrind). */
+int omx_net_local_send_routed(struct omx_net *n, struct omx_net_local_route *rt, const uint8_t mac[6], uint8_t endpoint,
+			      const struct iovec *iov, unsigned iovcnt)
+{
+	struct omx_net_local *l = (struct omx_net_local *)n;
+	struct peer_ring *p = rt->peer;
+	if (p && p->gen == rt->gen && p->ring && !omx_shm_ring_closed(p->ring) &&
+	    (n->coarse_ns ? n->coarse_ns : omx_now_coarse_ns()) < p->check_ns) {
+		int bell = 0;
+		p->last_use = ++l->use_clock;
+		if (omx_shm_ring_push(p->ring, iov, iovcnt, &bell) == 0) {
+			l->stats.ring_frames++;
+			if (bell)
+				doorbell(n, mac, endpoint);
+			return 0;
+		}
+		/* Full or refused: the general way waits for room or uses the socket. */
+	}
+	int e = local_send(n, iov, iovcnt);
+	p = l->last;
+	if (l->own && p && p->endpoint == endpoint && !memcmp(p->mac, mac, 6)) {
+		rt->peer = p;
+		rt->gen = p->gen;
 	}
 	return e;
 }

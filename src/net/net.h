@@ -165,6 +165,16 @@ struct omx_shm_ring *omx_net_local_peer_ring(struct omx_net *n, const uint8_t ma
 /* 1 if the same-host endpoint instance `session` is certainly gone (its ring closed, its owner
  * dead or replaced, or nobody bound to its socket); 0 if it seems alive. */
 int omx_net_local_peer_gone(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint, uint32_t session);
+/* A same-host destination's route, kept by the caller (zeroed to start): omx_net_local_send_routed
+ * then finds the destination's ring without parsing the frame and looking the peer up, as long as
+ * the route holds (the peer's entry not reused, its ring attached and its owner's liveness
+ * checked recently); otherwise it sends as send() does and renews the route. */
+struct omx_net_local_route {
+	void *peer;
+	uint32_t gen;
+};
+int omx_net_local_send_routed(struct omx_net *n, struct omx_net_local_route *rt, const uint8_t mac[6], uint8_t endpoint,
+			      const struct iovec *iov, unsigned iovcnt);
 struct omx_net_local_stats {
 	uint64_t ring_frames, socket_frames; /* frames sent each way */
 	uint64_t ring_skipped;               /* slots of dead producers skipped in our ring */

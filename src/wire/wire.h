@@ -326,6 +326,18 @@ size_t omx_wire_encode_header(const struct omx_wire_params *wp, const struct omx
  */
 size_t omx_wire_encode_eager(const struct omx_pkt *pkt, uint8_t *buf, size_t cap);
 
+/* The same frames from a template: the 40 header bytes of a TINY/SMALL with the fields that stay
+ * the same between one partner's messages (addresses, peer index, endpoints, generation,
+ * checksum, session) taken from pkt (0 if pkt is not a TINY/SMALL), then per message the type,
+ * sequence numbers, match and payload written over a copy of it. Byte for byte what
+ * omx_wire_encode_eager writes for the same packet; its length, 0 if it does not fit or plen is
+ * too long for ptype. */
+#define OMX_EAGER_HDR_LEN 40
+size_t omx_wire_eager_template(const struct omx_pkt *pkt, uint8_t tmpl[OMX_EAGER_HDR_LEN]);
+size_t omx_wire_encode_eager_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint8_t ptype, uint16_t lib_seqnum,
+				  uint16_t lib_piggyack, uint64_t match, const void *payload, size_t plen, uint8_t *buf,
+				  size_t cap);
+
 /* Header bytes (head + body header, no payload) a packet type takes in this mode; 0 if unknown
  * or invalid. RAW: 16 (its whole body is payload); HOST_REPLY: 32 (the name not included). */
 size_t omx_wire_header_len(const struct omx_wire_params *wp, uint8_t ptype);

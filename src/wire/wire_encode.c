@@ -393,6 +393,38 @@ size_t omx_wire_encode_eager(const struct omx_pkt *pkt, uint8_t *buf, size_t cap
 	return hlen + plen;
 }
 
+_Static_assert(OMX_EAGER_HDR_LEN == OMX_HEAD_LEN + OMX_BODY_MSG_LEN, "eager template length");
+
+size_t omx_wire_eager_template(const struct omx_pkt *pkt, uint8_t tmpl[OMX_EAGER_HDR_LEN])
+{
+	if (pkt->ptype != OMX_PT_TINY && pkt->ptype != OMX_PT_SMALL)
+		return 0;
+	enc_head(pkt, tmpl);
+	enc_eager_body(pkt->ptype, &pkt->u.msg, tmpl + OMX_HEAD_LEN, 0);
+	return OMX_EAGER_HDR_LEN;
+}
+
+size_t omx_wire_encode_eager_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint8_t ptype, uint16_t lib_seqnum,
+				  uint16_t lib_piggyack, uint64_t match, const void *payload, size_t plen, uint8_t *buf,
+				  size_t cap)
+{
+	size_t max = ptype == OMX_PT_TINY ? OMX_TINY_MAX : OMX_SMALL_MAX;
+	if ((ptype != OMX_PT_TINY && ptype != OMX_PT_SMALL) || plen > max || (plen && !payload) ||
+	    cap < OMX_EAGER_HDR_LEN + plen)
+		return 0;
+	uint8_t *b = buf + OMX_HEAD_LEN;
+	memcpy(buf, tmpl, OMX_EAGER_HDR_LEN);
+	b[0] = ptype;
+	omx_put16(b + 4, (uint16_t)plen);
+	omx_put16(b + 8, lib_seqnum);
+	omx_put16(b + 10, lib_piggyack);
+	omx_put32(b + 12, (uint32_t)(match >> 32));
+	omx_put32(b + 16, (uint32_t)match);
+	if (plen)
+		memcpy(buf + OMX_EAGER_HDR_LEN, payload, plen);
+	return OMX_EAGER_HDR_LEN + plen;
+}
+
 size_t omx_wire_encode_header(const struct omx_wire_params *wp, const struct omx_pkt *pkt, uint8_t *buf,
 			      size_t cap)
 {

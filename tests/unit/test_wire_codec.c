@@ -676,6 +676,28 @@ static void check_eager(const struct omx_wire_params *wp, const struct omx_pkt *
 	q.payload_len = p->payload_len;
 	q.ptype = OMX_PT_MEDIUM;
 	CHECK_EQ(omx_wire_encode_eager(&q, buf, sizeof(buf)), 0);
+
+	/* From a template made of another message to the same partner (other type, sequence
+	 * numbers, match): the same bytes once this message's fields are written over it. */
+	uint8_t tmpl[OMX_EAGER_HDR_LEN];
+	q.ptype = p->ptype == OMX_PT_TINY ? OMX_PT_SMALL : OMX_PT_TINY;
+	q.u.msg.lib_seqnum ^= 0x1234;
+	q.u.msg.lib_piggyack ^= 0x4321;
+	q.u.msg.match = ~q.u.msg.match;
+	CHECK_EQ(omx_wire_eager_template(&q, tmpl), OMX_EAGER_HDR_LEN);
+	memset(buf, 0xA5, sizeof(buf));
+	n = omx_wire_encode_eager_from(tmpl, p->ptype, p->u.msg.lib_seqnum, p->u.msg.lib_piggyack, p->u.msg.match,
+				       p->payload, p->payload_len, buf, sizeof(buf));
+	CHECK_EQ(n, want);
+	CHECK(n && memcmp(buf, generic, n) == 0);
+	CHECK_EQ(buf[n], 0xA5);
+	CHECK_EQ(omx_wire_encode_eager_from(tmpl, p->ptype, 0, 0, 0, p->payload, p->payload_len, buf, want - 1), 0);
+	CHECK_EQ(omx_wire_encode_eager_from(tmpl, p->ptype, 0, 0, 0, p->payload,
+					    p->ptype == OMX_PT_TINY ? OMX_TINY_MAX + 1 : OMX_SMALL_MAX + 1, buf, sizeof(buf)),
+		 0);
+	CHECK_EQ(omx_wire_encode_eager_from(tmpl, OMX_PT_MEDIUM, 0, 0, 0, p->payload, p->payload_len, buf, sizeof(buf)), 0);
+	q.ptype = OMX_PT_MEDIUM;
+	CHECK_EQ(omx_wire_eager_template(&q, tmpl), 0);
 }
 
 /* Random valid packets of every type: encode -> bytes/padding -> decode -> same packet. */

@@ -584,6 +584,9 @@ void omx__notify_waiters(struct omx_endpoint *ep);
 /* A TINY or SMALL frame to an endpoint of this host (ep->local): omx__send_frame without the
  * look-up of the destination. */
 void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
+/* The fields of a message packet to p that stay the same between its messages (send.c): all but
+ * sequence numbers, match, lengths and payload. */
+void omx__fill_msg_fixed(struct omx_pkt *pkt, const struct omx_endpoint *ep, const struct omx_partner *p, uint8_t ptype);
 /* A same-host TINY/SMALL to p (transmit.c): omx__send_eager_local's frame, from p's template. */
 void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
 			     const void *payload, uint32_t len, int counter);

@@ -23,8 +23,7 @@ uint16_t omx__piggyack(struct omx_partner *p)
 /* A message's head fields: all that omx_wire_encode_eager (and local_refused after it) reads, so
  * the same-host eager send, whose packet never meets the generic encoder, skips clearing the rest
  * (31 of a same-host hop's ~1475 instructions, stop 36). */
-static void fill_eager_head(struct omx_pkt *pkt, struct omx_endpoint *ep, struct omx_partner *p, uint16_t seqnum,
-			    uint64_t match, uint8_t ptype)
+void omx__fill_msg_fixed(struct omx_pkt *pkt, const struct omx_endpoint *ep, const struct omx_partner *p, uint8_t ptype)
 {
 	memcpy(pkt->dst_mac, p->mac, 6);
 	pkt->peer_index = omx__partner_reverse_index(p);
@@ -33,10 +32,16 @@ static void fill_eager_head(struct omx_pkt *pkt, struct omx_endpoint *ep, struct
 	pkt->u.msg.src_endpoint = (uint8_t)ep->endpoint_index;
 	pkt->u.msg.src_generation = 0;
 	pkt->u.msg.checksum = 0;
+	pkt->u.msg.session = p->true_session;
+}
+
+static void fill_eager_head(struct omx_pkt *pkt, struct omx_endpoint *ep, struct omx_partner *p, uint16_t seqnum,
+			    uint64_t match, uint8_t ptype)
+{
+	omx__fill_msg_fixed(pkt, ep, p, ptype);
 	pkt->u.msg.lib_seqnum = seqnum;
 	pkt->u.msg.lib_piggyack = omx__piggyack(p);
 	pkt->u.msg.match = match;
-	pkt->u.msg.session = p->true_session;
 }
 
 static void fill_msg_head_for(struct omx_pkt *pkt, struct omx_endpoint *ep, struct omx_partner *p, uint16_t seqnum,

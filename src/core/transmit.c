@@ -129,13 +129,8 @@ void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uin
 	if (!p->eager_tmpl_ok || p->eager_tmpl_session != p->true_session || p->eager_tmpl_index != rindex) {
 		struct omx_pkt t;
 		memset(&t, 0, sizeof(t));
-		memcpy(t.dst_mac, p->mac, 6);
+		omx__fill_msg_fixed(&t, ep, p, OMX_PT_TINY);
 		memcpy(t.src_mac, ep->board->iface.mac, 6);
-		t.peer_index = rindex;
-		t.ptype = OMX_PT_TINY;
-		t.u.msg.dst_endpoint = p->endpoint_index;
-		t.u.msg.src_endpoint = (uint8_t)ep->endpoint_index;
-		t.u.msg.session = p->true_session;
 		p->eager_tmpl_ok = omx_wire_eager_template(&t, p->eager_tmpl) != 0;
 		p->eager_tmpl_index = rindex;
 		p->eager_tmpl_session = p->true_session;
@@ -148,14 +143,13 @@ void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uin
 	}
 	struct iovec iov = { ep->txbuf, n };
 	int r = omx_net_local_send_routed(ep->local, &p->route, p->mac, p->endpoint_index, &iov, 1);
-	/* What sent() needs of the packet, for its NACK if nobody has the endpoint open. */
+	/* What sent() reads of the packet: its length, and on a refusal what the NACK is made of. */
 	struct omx_pkt pkt;
-	memset(&pkt, 0, r ? sizeof(pkt) : 0);
-	memcpy(pkt.dst_mac, p->mac, 6);
-	pkt.ptype = ptype;
-	pkt.peer_index = rindex;
-	pkt.u.msg.dst_endpoint = p->endpoint_index;
-	pkt.u.msg.lib_seqnum = seq;
+	if (r) {
+		memset(&pkt, 0, sizeof(pkt));
+		omx__fill_msg_fixed(&pkt, ep, p, ptype);
+		pkt.u.msg.lib_seqnum = seq;
+	}
 	pkt.payload_len = len;
 	sent(ep, &pkt, 1, r, counter);
 }

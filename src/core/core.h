@@ -405,6 +405,9 @@ struct omx_endpoint {
 	struct omx_wire_params wp;
 	struct omx_net *net;
 	struct omx_net *local;   /* same-host partners (net/local.c); NULL in tests over the hub */
+	struct omx_shm_ring *own_ring; /* ep->local's ring (NULL without one): omx__recv_local_fast */
+	unsigned fast_streak; /* passes in a row that only took the fast receive (omx__progress_fast) */
+	uint64_t fast_recvs; /* frames omx__recv_local_fast took (the close summary, OMX_VERBOSE) */
 	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
 	unsigned local_nack_count;
 	int net_skipped; /* the last progress pass left the network out (progress_pass) */
@@ -541,6 +544,10 @@ void omx__progress(struct omx_endpoint *ep);
 /* The same, right after the caller's omx__ep_clock: even the coarse clock's read is ~5 ns of a
  * same-host send, so a send reads it once (bench/self_pingpong). */
 void omx__progress_clocked(struct omx_endpoint *ep);
+/* The pass of omx_test and of a receive's post: a same-host frame the fast receive takes
+ * (omx__recv_local_fast) ends it, up to OMX_FAST_STREAK_MAX calls in a row; a full pass otherwise. */
+#define OMX_FAST_STREAK_MAX 8u
+void omx__progress_fast(struct omx_endpoint *ep);
 /* The protocol's time (ep->now_ns), for its timers: resends (500 ms), delayed acks (16 ms),
  * pulls (1 s). CLOCK_MONOTONIC is read again only when the kernel's tick moved (the coarse
  * clock, 4 ns a read against 16-35) or every OMX_CLOCK_POLLS calls: at most one tick (1-4 ms),
@@ -688,6 +695,9 @@ void omx__build_notify(union omx_request *r, struct omx_pkt *pkt);
 /* recv.c */
 void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
 void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len); /* same-host transport */
+/* The frame at the head of our ring, taken if it is a same-host eager message the in-order path
+ * delivers to a posted receive (1); left there for the full pass otherwise (0). */
+int omx__recv_local_fast(struct omx_endpoint *ep);
 /* Split receive of MEDIUM fragments (recv.c): where the fragment's bytes go if it is accepted now
  * (NULL: it goes the ordinary way), and the fragment's acceptance once they are there. */
 uint8_t *omx__medium_place(struct omx_endpoint *ep, const struct omx_pkt *pkt);

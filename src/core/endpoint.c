@@ -149,6 +149,7 @@ static void endpoint_free(struct omx_endpoint *ep)
 	free(ep->partners);
 	if (ep->net)
 		ep->net->ops->close(ep->net);
+	ep->own_ring = NULL;
 	if (ep->local)
 		ep->local->ops->close(ep->local);
 	if (ep->event_fd >= 0)
@@ -252,7 +253,8 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 						  (uint32_t)omx__shared_ring_bytes(omx__cfg.shared_ring_kb, lmtu),
 						  ep->session, omx__cfg.shared_ring_lock };
 		ep->local = omx_net_local_open(ep->board->iface.mac, lmtu, (uint8_t)ep->endpoint_index, &lo, &lerr);
-		if (ep->local && omx_net_local_own_ring(ep->local))
+		ep->own_ring = ep->local ? omx_net_local_own_ring(ep->local) : NULL;
+		if (ep->own_ring)
 			omx__shared_policy_resolve(); /* before the first same-host send */
 		if (!ep->local) {
 			omx__warn("no same-host path for endpoint %u: %s\n", ep->endpoint_index, strerror(-lerr));
@@ -566,10 +568,11 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 		omx__verbose("endpoint %u same-host summary: %llu frames through shared memory, %llu over the socket, "
 			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull, "
 			     "%llu pulled as the sender chose, %llu bytes written for receivers' single copies, "
-			     "%llu pulled as we chose (faster here)\n",
+			     "%llu pulled as we chose (faster here); %llu frames received by omx_test's fast path\n",
 			     ep->endpoint_index, (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
 			     (unsigned long long)ls.ring_skipped, (unsigned long long)sc, (unsigned long long)sb,
-			     (unsigned long long)fb, (unsigned long long)pl, (unsigned long long)cw, (unsigned long long)cp);
+			     (unsigned long long)fb, (unsigned long long)pl, (unsigned long long)cw, (unsigned long long)cp,
+			     (unsigned long long)ep->fast_recvs);
 	}
 	endpoint_free(ep);
 	return OMX_SUCCESS;

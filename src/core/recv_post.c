@@ -81,7 +81,7 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 	} else {
 		r->s.state |= OMX_RS_RECV_POSTED;
 		omx_list_add_tail(&ep->posted_recvs, &r->s.queue_elt);
-		omx__progress(ep);
+		omx__progress_fast(ep); /* a ping-pong's answer may be there already */
 	}
 	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;

@@ -261,7 +261,7 @@ omx_return_t omx_test(omx_endpoint_t ep, omx_request_t *request, omx_status_t *s
 	/* A request that completed before this call (an eager send completes in its own post) is
 	 * returned without a progress pass: the call that completed it made one. */
 	if (!(r->s.state & OMX_RS_DONE))
-		omx__progress(ep);
+		omx__progress_fast(ep);
 	if (r->s.state & OMX_RS_DONE) {
 		collect(r, status);
 		*request = NULL;

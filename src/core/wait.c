@@ -104,6 +104,24 @@ timers_done:
 		omx__acks_deferred_take(ep);
 }
 
+void omx__progress_fast(struct omx_endpoint *ep)
+{
+	if (ep->progression_disabled || ep->in_handler)
+		return;
+	if (ep->fast_streak < OMX_FAST_STREAK_MAX) {
+		uint64_t c0 = ep->completions;
+		if (omx__recv_local_fast(ep)) {
+			ep->fast_streak++;
+			ep->fast_recvs++;
+			if (ep->completions != c0)
+				omx__notify_waiters(ep);
+			return;
+		}
+	}
+	ep->fast_streak = 0;
+	progress_pass(ep, omx__ep_clock(ep));
+}
+
 void omx__progress(struct omx_endpoint *ep)
 {
 	if (ep->progression_disabled || ep->in_handler)

@@ -75,7 +75,18 @@ job() {
 	fi
 }
 
+# Within one host, with the endpoints' close summaries (OMX_VERBOSE): MPI's small messages (the
+# provider's 16-byte header and the payload, two segments) take the same-host eager path, and
+# the receiver takes them from the ring on its fast path (through the provider's unexpected
+# handler, which matches every message).
+MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2 OMX_VERBOSE=1"
 job local2 "0:2" 2 1 data
+if [ -z "${MPI_JOBS:-}" ] || [[ " $MPI_JOBS " == *" local2 "* ]]; then
+	fast=$(sed -n "s/.*; \([0-9]*\) frames received on the fast path.*/\1/p" "$TMP/local2.log" |
+		awk '{s += $1} END {print s + 0}')
+	check "local2: same-host MPI messages received on the fast path ($fast frames)" test "$fast" -gt 0
+fi
+MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2"
 job local4 "0:4" 4 1 data
 job remote2 "0:1 1:1" 2 2 data
 job remote4 "0:1 1:1 2:1 3:1" 4 4 data

@@ -544,8 +544,9 @@ void omx__progress(struct omx_endpoint *ep);
 /* The same, right after the caller's omx__ep_clock: even the coarse clock's read is ~5 ns of a
  * same-host send, so a send reads it once (bench/self_pingpong). */
 void omx__progress_clocked(struct omx_endpoint *ep);
-/* The pass of omx_test and of a receive's post: a same-host frame the fast receive takes
- * (omx__recv_local_fast) ends it, up to OMX_FAST_STREAK_MAX calls in a row; a full pass otherwise. */
+/* The pass of the calls that test, probe or post receives: a same-host frame the fast receive
+ * takes (omx__recv_local_fast) ends it, up to OMX_FAST_STREAK_MAX calls in a row; a full pass
+ * otherwise. */
 #define OMX_FAST_STREAK_MAX 8u
 void omx__progress_fast(struct omx_endpoint *ep);
 /* The protocol's time (ep->now_ns), for its timers: resends (500 ms), delayed acks (16 ms),
@@ -696,7 +697,7 @@ void omx__build_notify(union omx_request *r, struct omx_pkt *pkt);
 void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
 void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len); /* same-host transport */
 /* The frame at the head of our ring, taken if it is a same-host eager message the in-order path
- * delivers to a posted receive (1); left there for the full pass otherwise (0). */
+ * handles (1); left there for the full pass otherwise (0). */
 int omx__recv_local_fast(struct omx_endpoint *ep);
 /* Split receive of MEDIUM fragments (recv.c): where the fragment's bytes go if it is accepted now
  * (NULL: it goes the ordinary way), and the fragment's acceptance once they are there. */

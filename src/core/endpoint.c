@@ -568,7 +568,7 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 		omx__verbose("endpoint %u same-host summary: %llu frames through shared memory, %llu over the socket, "
 			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull, "
 			     "%llu pulled as the sender chose, %llu bytes written for receivers' single copies, "
-			     "%llu pulled as we chose (faster here); %llu frames received by omx_test's fast path\n",
+			     "%llu pulled as we chose (faster here); %llu frames received on the fast path\n",
 			     ep->endpoint_index, (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
 			     (unsigned long long)ls.ring_skipped, (unsigned long long)sc, (unsigned long long)sb,
 			     (unsigned long long)fb, (unsigned long long)pl, (unsigned long long)cw, (unsigned long long)cp,

@@ -247,7 +247,7 @@ static void collect(union omx_request *r, omx_status_t *status)
 	do {                                                                                                   \
 		OMX_CHECK_EP(ep);                                                                              \
 		omx__eplock(&(ep)->lock);                                                                      \
-		omx__progress(ep);                                                                             \
+		omx__progress_fast(ep);                                                                        \
 	} while (0)
 
 omx_return_t omx_test(omx_endpoint_t ep, omx_request_t *request, omx_status_t *status, uint32_t *result)

@@ -614,12 +614,27 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
  * the push unless a recycled one is at hand, so that a send that went out is never reported as
  * failed.
  */
+/* Total length of an eager send's segments (at most OMX_REQ_INLINE_SEGS: a provider's header and
+ * payload), UINT32_MAX if they do not make one (too many, or a NULL buffer of non-zero length). */
+static uint32_t eager_segs_len(const omx_seg_t *segs, uint32_t nseg)
+{
+	if (nseg > OMX_REQ_INLINE_SEGS || (nseg && !segs))
+		return UINT32_MAX;
+	uint32_t len = 0;
+	for (uint32_t i = 0; i < nseg; i++) {
+		if (segs[i].len > OMX_SMALL_MAX || (segs[i].len && !segs[i].ptr))
+			return UINT32_MAX;
+		len += segs[i].len;
+	}
+	return len;
+}
+
 static int eager_local_fits(struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg, int synchronous)
 {
-	if (synchronous || nseg > 1 || (nseg && !segs) || p->is_self)
+	if (synchronous || p->is_self)
 		return 0;
-	uint32_t len = nseg ? segs[0].len : 0;
-	if (len > OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold || (len && !segs[0].ptr))
+	uint32_t len = eager_segs_len(segs, nseg);
+	if (len > OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold)
 		return 0;
 	if (p->next_send_seq == OMX_SEQ_UNCONNECTED || !omx_list_empty(&p->throttled) || !same_host(p))
 		return 0;
@@ -637,21 +652,27 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_NO_RESOURCES, "Allocating send request");
 	}
-	uint32_t len = nseg ? segs[0].len : 0;
+	uint32_t len = eager_segs_len(segs, nseg); /* fits: at most OMX_SMALL_MAX */
+	const void *payload = len ? segs[0].ptr : NULL;
+	uint8_t gathered[OMX_SMALL_MAX];
+	if (nseg > 1) { /* a provider's header and payload (MPI over libfabric: every message) */
+		omx__copy_from_segs(segs, nseg, 0, gathered, len);
+		payload = gathered;
+	}
 	int tiny = len <= OMX_TINY_MAX;
 	uint16_t seq = p->next_send_seq;
-	omx__send_eager_partner(ep, p, tiny ? OMX_PT_TINY : OMX_PT_SMALL, seq, match, len ? segs[0].ptr : NULL, len,
+	omx__send_eager_partner(ep, p, tiny ? OMX_PT_TINY : OMX_PT_SMALL, seq, match, payload, len,
 				tiny ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
 
 	/* The request, as try_send_now and omx__send_sequenced leave it. */
 	if (!r)
 		r = omx__req_alloc(ep, OMX_REQ_SEND_TINY);
-	(void)omx__req_set_segs(r, segs, nseg); /* one segment of at most OMX_SMALL_MAX bytes: cannot fail */
+	(void)omx__req_set_segs(r, segs, nseg); /* at most OMX_REQ_INLINE_SEGS: cannot fail */
 	r->s.type = tiny ? OMX_REQ_SEND_TINY : OMX_REQ_SEND_SMALL;
 	fill_send_status(r, p, dest, match, context);
 	r->s.u.send.data = r->s.inline_data;
 	if (len)
-		memcpy(r->s.inline_data, segs[0].ptr, len);
+		memcpy(r->s.inline_data, payload, len);
 	if (!request)
 		r->s.state |= OMX_RS_COLLECTED;
 	else

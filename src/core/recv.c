@@ -769,4 +769,3 @@ int omx__recv_local_fast(struct omx_endpoint *ep)
 	omx_shm_ring_take(ep->own_ring);
 	return 1;
 }
-

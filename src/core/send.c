@@ -602,18 +602,6 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 	return OMX_SUCCESS;
 }
 
-/*
- * Same-host eager sends (TINY/SMALL to an endpoint of this host) leave before their request is
- * set up. Everything between the application's call and the frame reaching the receiver's ring
- * is on the critical path of a ping-pong, and the general path spent ~950 instructions there
- * (request, segments, classification, payload copy, packet clearing) of a message's ~3300
- * (bench/self_pingpong under callgrind). Here the frame is encoded from the caller's buffer
- * with a sequence number taken from the partner, and the request is then given exactly the state
- * the general path gives it (payload copy for retransmission, non_acked, resend timer, early
- * completion): the reliability layer cannot tell the two apart. The request is allocated before
- * the push unless a recycled one is at hand, so that a send that went out is never reported as
- * failed.
- */
 /* Total length of an eager send's segments (at most OMX_REQ_INLINE_SEGS: a provider's header and
  * payload), UINT32_MAX if they do not make one (too many, or a NULL buffer of non-zero length). */
 static uint32_t eager_segs_len(const omx_seg_t *segs, uint32_t nseg)
@@ -629,6 +617,19 @@ static uint32_t eager_segs_len(const omx_seg_t *segs, uint32_t nseg)
 	return len;
 }
 
+/*
+ * Same-host eager sends (TINY/SMALL to an endpoint of this host) leave before their request is
+ * set up. Everything between the application's call and the frame reaching the receiver's ring
+ * is on the critical path of a ping-pong, and the general path spent ~950 instructions there
+ * (request, segments, classification, payload copy, packet clearing) of a message's ~3300
+ * (bench/self_pingpong under callgrind). Here the frame is encoded from the caller's buffer
+ * (its two segments gathered first when a provider puts a header before the payload, as the
+ * libfabric one does for MPI) with a sequence number taken from the partner, and the request is
+ * then given exactly the state the general path gives it (payload copy for retransmission,
+ * non_acked, resend timer, early completion): the reliability layer cannot tell the two apart.
+ * The request is allocated before the push unless a recycled one is at hand, so that a send that
+ * went out is never reported as failed.
+ */
 static int eager_local_fits(struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg, int synchronous)
 {
 	if (synchronous || p->is_self)

@@ -759,15 +759,9 @@ static void recv_frame(struct omx_endpoint *ep, const struct omx_wire_params *wp
 int omx__recv_local_fast(struct omx_endpoint *ep)
 {
 	uint32_t len;
-	int idle = 0;
-	const uint8_t *f = ep->own_ring ? omx_shm_ring_peek(ep->own_ring, &len, &idle) : NULL;
+	const uint8_t *f = ep->own_ring ? omx_shm_ring_peek(ep->own_ring, &len) : NULL;
 	struct omx_pkt pkt;
-	if (!f) {
-		if (idle) /* the pass that follows need not look again */
-			omx_net_local_ring_idle(ep->local);
-		return 0;
-	}
-	if (!omx_wire_decode_eager(f, len, &pkt))
+	if (!f || !omx_wire_decode_eager(f, len, &pkt))
 		return 0;
 	(void)omx__ep_clock(ep);
 	if (!recv_eager_in_order(ep, &pkt))

@@ -52,7 +52,6 @@ struct omx_net_local {
 	unsigned sock_every; /* polls between unprompted looks (SOCK_LOOK_MIN..MAX) */
 	unsigned sock_empty; /* unprompted looks in a row that found no frame */
 	int sock_force;      /* look at it on the next poll (after a sleep); 2: deferred once already */
-	int ring_idle;       /* the caller just found our ring idle: the next poll leaves it out */
 	struct omx_net_local_stats stats;
 	uint8_t buf[LOCAL_FRAME_MAX];
 };
@@ -241,8 +240,7 @@ int omx_net_local_send_routed(struct omx_net *n, struct omx_net_local_route *rt,
 static int local_recv_burst(struct omx_net *n, omx_net_rx_fn fn, void *arg, unsigned max)
 {
 	struct omx_net_local *l = (struct omx_net_local *)n;
-	int count = l->own && !l->ring_idle ? omx_shm_ring_poll(l->own, fn, arg, max) : 0;
-	l->ring_idle = 0;
+	int count = l->own ? omx_shm_ring_poll(l->own, fn, arg, max) : 0;
 	int unprompted = 0;
 	if (l->own) {
 		uint32_t hint = omx_shm_ring_hint(l->own);
@@ -317,11 +315,6 @@ static const struct omx_net_ops local_ops = {
 	.close = local_close,
 	.prepare_sleep = local_prepare_sleep,
 };
-
-void omx_net_local_ring_idle(struct omx_net *n)
-{
-	((struct omx_net_local *)n)->ring_idle = 1;
-}
 
 struct omx_shm_ring *omx_net_local_own_ring(struct omx_net *n)
 {

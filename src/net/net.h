@@ -161,10 +161,6 @@ struct omx_shm_ring;
 /* Our ring (NULL if frames go over the socket only) and a same-host peer's ring (attached on
  * demand; NULL if it has none). For single-copy exports and reads (shm/shm.h). */
 struct omx_shm_ring *omx_net_local_own_ring(struct omx_net *n);
-/* The caller found our ring idle (omx_shm_ring_peek) just before the poll it is about to make:
- * that poll leaves the ring out (its socket part still runs). Polling the ring's head line twice
- * in a row took it from a writer more often: a same-host 64-byte hop 0.006 µs longer. */
-void omx_net_local_ring_idle(struct omx_net *n);
 struct omx_shm_ring *omx_net_local_peer_ring(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint);
 /* 1 if the same-host endpoint instance `session` is certainly gone (its ring closed, its owner
  * dead or replaced, or nobody bound to its socket); 0 if it seems alive. */

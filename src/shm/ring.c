@@ -523,22 +523,15 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 	return ring_poll_frames(r, fn, arg, max);
 }
 
-const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len, int *idle)
+const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len)
 {
 	uint64_t pos = r->head;
 	struct slot *s = slot_at(r, pos);
-	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-	if (seq != pos + 1) {
+	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos + 1) {
 		if (r->freed != pos)
 			release_consumed(r);
-		/* As omx_shm_ring_poll's empty answer; when a look for a dead producer is due, the
-		 * next poll makes it. */
-		*idle = seq != pos || (!r->stall_since && r->empty_polls + 1 < TAIL_CHECK);
-		if (seq == pos && *idle)
-			r->empty_polls++;
-		return NULL;
+		return NULL; /* empty, or claimed and not published: omx_shm_ring_poll looks into those */
 	}
-	*idle = 0;
 	uint32_t n = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
 	if (n > r->slot_bytes)
 		n = r->slot_bytes;

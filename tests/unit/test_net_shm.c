@@ -122,30 +122,21 @@ static void peek_take(void)
 	CHECK(prod && err == 0);
 	struct rx *rx = calloc(1, sizeof(*rx));
 	uint32_t len = 0;
-	int idle = 0;
-	CHECK(omx_shm_ring_peek(own, &len, &idle) == NULL && idle == 1);
-	/* An empty ring is idle, but for the periodic look for a dead producer (every 16384 empty
-	 * polls or peeks): then the peek says so, and the poll that follows makes it. */
-	unsigned peeks = 1;
-	while (omx_shm_ring_peek(own, &len, &idle) == NULL && idle && peeks < 20000)
-		peeks++;
-	CHECK(peeks == 16383 && idle == 0);
-	CHECK(omx_shm_ring_poll(own, collect, rx, 64) == 0);
-	CHECK(omx_shm_ring_peek(own, &len, &idle) == NULL && idle == 1);
+	CHECK(omx_shm_ring_peek(own, &len) == NULL);
 	CHECK(push_bytes(prod, 1, 50, &bell) == 0 && push_bytes(prod, 2, 300, &bell) == 0 && push_bytes(prod, 3, 9000, &bell) == 0);
-	const uint8_t *f = omx_shm_ring_peek(own, &len, &idle);
-	CHECK(f && len == 50 && f[0] == 1 && f[49] == 50 && idle == 0);
-	f = omx_shm_ring_peek(own, &len, &idle); /* not taken: still there */
+	const uint8_t *f = omx_shm_ring_peek(own, &len);
+	CHECK(f && len == 50 && f[0] == 1 && f[49] == 50);
+	f = omx_shm_ring_peek(own, &len); /* not taken: still there */
 	CHECK(f && len == 50 && f[0] == 1);
 	CHECK(omx_shm_ring_poll(own, collect, rx, 1) == 1); /* the poll sees it too */
 	CHECK(rx->n == 1 && rx->len[0] == 50 && rx->first[0] == 1 && rx->bad == 0);
-	f = omx_shm_ring_peek(own, &len, &idle);
+	f = omx_shm_ring_peek(own, &len);
 	CHECK(f && len == 300 && f[0] == 2 && f[299] == (uint8_t)(2 + 299));
 	omx_shm_ring_take(own);
-	f = omx_shm_ring_peek(own, &len, &idle);
+	f = omx_shm_ring_peek(own, &len);
 	CHECK(f && len == 9000 && f[0] == 3 && f[8999] == (uint8_t)(3 + 8999));
 	omx_shm_ring_take(own);
-	CHECK(omx_shm_ring_peek(own, &len, &idle) == NULL); /* empty: every consumed slot given back */
+	CHECK(omx_shm_ring_peek(own, &len) == NULL); /* empty: every consumed slot given back */
 
 	/* Fill the ring; a consumed slot is not free again before 16 wait or the ring is empty. */
 	unsigned slots = omx_shm_ring_slots(own), pushed = 0;
@@ -153,12 +144,12 @@ static void peek_take(void)
 		pushed++;
 	CHECK(pushed == slots);
 	for (unsigned i = 0; i < 15; i++) {
-		f = omx_shm_ring_peek(own, &len, &idle);
+		f = omx_shm_ring_peek(own, &len);
 		CHECK(f && len == 100 && f[0] == (uint8_t)i);
 		omx_shm_ring_take(own);
 	}
 	CHECK(push_bytes(prod, 0, 100, &bell) == -EAGAIN);
-	CHECK(omx_shm_ring_peek(own, &len, &idle) != NULL);
+	CHECK(omx_shm_ring_peek(own, &len) != NULL);
 	omx_shm_ring_take(own); /* the 16th */
 	unsigned again = 0;
 	while (push_bytes(prod, (uint8_t)(pushed + again), 100, &bell) == 0)
@@ -181,7 +172,7 @@ static void peek_take(void)
 		pushed++;
 	CHECK(pushed == slots);
 	/* A slot taken and the ring then armed for a sleep: given back before the sleep. */
-	CHECK(omx_shm_ring_peek(own, &len, &idle) != NULL);
+	CHECK(omx_shm_ring_peek(own, &len) != NULL);
 	omx_shm_ring_take(own);
 	CHECK(omx_shm_ring_arm(own) == 1); /* frames left: no sleep, but the slot is back */
 	CHECK(push_bytes(prod, 5, 100, &bell) == 0);

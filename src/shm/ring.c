@@ -420,31 +420,11 @@ static int slot_claimed(const struct omx_shm_ring *r, const struct slot *s, uint
 	return __atomic_load_n(&s->pid, __ATOMIC_RELAXED) || __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) != pos;
 }
 
-/*
- * Consumed slots are given back to the producers in batches, when a poll finds the ring empty or
- * RELEASE_BATCH are waiting, not one by one as they are consumed. Giving a slot back writes its
- * first line, which its producer wrote last: the store waits for that line's ownership, and the
- * next locked instruction (the endpoint lock's release, the push of the answer) waits for the
- * store, so a ping-pong paid a line transfer per hop for a slot nobody needs before a whole ring
- * round. An empty poll is the consumer's idle time.
- */
-#define RELEASE_BATCH 16u
-
-static void release_consumed(struct omx_shm_ring *r)
+static void release_slot(struct omx_shm_ring *r, struct slot *s, uint64_t pos)
 {
-	for (uint64_t pos = r->freed; pos != r->head; pos++) {
-		struct slot *s = slot_at(r, pos);
-		__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->seq, pos + r->mask + 1, __ATOMIC_RELEASE);
-	}
-	r->freed = r->head;
-}
-
-static inline void consumed(struct omx_shm_ring *r)
-{
-	r->head++;
-	if (r->head - r->freed >= RELEASE_BATCH)
-		release_consumed(r);
+	__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->seq, pos + r->mask + 1, __ATOMIC_RELEASE);
+	r->head = pos + 1;
 }
 
 static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg,
@@ -461,13 +441,11 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 				len = r->slot_bytes;
 			prefetch_slot_data(s, len, PREFETCH_RX_MAX_BYTES, 0);
 			fn(arg, s->data, len);
-			consumed(r);
+			release_slot(r, s, pos);
 			r->stall_since = 0;
 			count++;
 			continue;
 		}
-		if (r->freed != pos)
-			release_consumed(r); /* empty, or stalled: our idle time */
 		if (seq != pos)
 			break; /* empty */
 		/* The slot is free for this round: empty, or claimed but not published yet (the
@@ -495,7 +473,7 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 		uint64_t expect = pos;
 		if (__atomic_compare_exchange_n(&s->seq, &expect, pos + r->mask + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
-			r->head = r->freed = pos + 1;
+			r->head = pos + 1;
 			__atomic_fetch_add(&r->h->skipped, 1, __ATOMIC_RELAXED);
 		}
 		r->stall_since = 0;
@@ -511,8 +489,6 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 	struct slot *s = slot_at(r, pos);
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 	if (seq != pos + 1) {
-		if (r->freed != pos)
-			release_consumed(r);
 		if (seq != pos)
 			return 0;
 		if (!r->stall_since && r->empty_polls + 1 < TAIL_CHECK) {
@@ -527,11 +503,8 @@ const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len)
 {
 	uint64_t pos = r->head;
 	struct slot *s = slot_at(r, pos);
-	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos + 1) {
-		if (r->freed != pos)
-			release_consumed(r);
+	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos + 1)
 		return NULL; /* empty, or claimed and not published: omx_shm_ring_poll looks into those */
-	}
 	uint32_t n = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
 	if (n > r->slot_bytes)
 		n = r->slot_bytes;
@@ -542,13 +515,12 @@ const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len)
 
 void omx_shm_ring_take(struct omx_shm_ring *r)
 {
-	consumed(r);
+	release_slot(r, slot_at(r, r->head), r->head);
 	r->stall_since = 0;
 }
 
 int omx_shm_ring_arm(struct omx_shm_ring *r)
 {
-	release_consumed(r);
 	__atomic_store_n(&r->h->waiting, 1, __ATOMIC_SEQ_CST);
 	struct slot *s = slot_at(r, r->head);
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST);

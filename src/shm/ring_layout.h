@@ -72,7 +72,6 @@ struct omx_shm_ring {
 	char path[160];
 	/* consumer */
 	uint64_t head;
-	uint64_t freed; /* slots [freed, head) are consumed, not yet given back (release_consumed) */
 	uint64_t stall_since;
 	uint32_t empty_polls;
 };

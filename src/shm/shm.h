@@ -51,9 +51,8 @@ uint32_t omx_shm_ring_session(struct omx_shm_ring *r); /* the owner endpoint's s
 typedef void (*omx_shm_rx_fn)(void *arg, const uint8_t *frame, size_t len);
 int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsigned max);
 /* Consumer, one frame at a time: the frame at the head if published (a view into its slot, and its
- * length), NULL otherwise; omx_shm_ring_take consumes it, after which the view is gone. A frame
- * peeked and not taken is the next one peeked or polled. Consumed slots go back to the producers
- * in batches (ring.c, release_consumed), whichever way they were consumed. */
+ * length), NULL otherwise; omx_shm_ring_take consumes it (frees its slot), after which the view is
+ * gone. A frame peeked and not taken is the next one peeked or polled. */
 const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len);
 void omx_shm_ring_take(struct omx_shm_ring *r);
 /* Before sleeping: announce it; returns 1 (and withdraws) if frames are already waiting. */

@@ -499,6 +499,9 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 	return ring_poll_frames(r, fn, arg, max);
 }
 
+/* No prefetch of the frame's lines past the first, unlike the poll: the peek's caller (the fast
+ * receive) copies an eager payload out right away, and with the prefetch a 64-byte same-host hop
+ * took 0.119 µs against 0.114 without (omx_perf, 11 alternated rounds near). */
 const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len)
 {
 	uint64_t pos = r->head;
@@ -508,7 +511,6 @@ const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len)
 	uint32_t n = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
 	if (n > r->slot_bytes)
 		n = r->slot_bytes;
-	prefetch_slot_data(s, n, PREFETCH_RX_MAX_BYTES, 0);
 	*len = n;
 	return s->data;
 }

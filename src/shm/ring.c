@@ -500,8 +500,9 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 }
 
 /* No prefetch of the frame's lines past the first, unlike the poll: the peek's caller (the fast
- * receive) copies an eager payload out right away, and with the prefetch a 64-byte same-host hop
- * took 0.119 µs against 0.114 without (omx_perf, 11 alternated rounds near). */
+ * receive) copies an eager payload out right away, so the prefetch could not run ahead of the copy.
+ * Measured no slower without it (64 B omx_perf 0.114 against 0.119 µs with it, 11 alternated rounds
+ * near; but two builds of the same code differ by up to 0.004 µs on this VM). */
 const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len)
 {
 	uint64_t pos = r->head;

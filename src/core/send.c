@@ -657,7 +657,10 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	const void *payload = len ? segs[0].ptr : NULL;
 	uint8_t gathered[OMX_SMALL_MAX];
 	if (nseg > 1) { /* a provider's header and payload (MPI over libfabric: every message) */
-		omx__copy_from_segs(segs, nseg, 0, gathered, len);
+		uint32_t off = 0;
+		for (uint32_t i = 0; i < nseg; off += segs[i].len, i++)
+			if (segs[i].len)
+				memcpy(gathered + off, segs[i].ptr, segs[i].len);
 		payload = gathered;
 	}
 	int tiny = len <= OMX_TINY_MAX;

@@ -407,6 +407,7 @@ struct omx_endpoint {
 	struct omx_net *local;   /* same-host partners (net/local.c); NULL in tests over the hub */
 	struct omx_shm_ring *own_ring; /* ep->local's ring (NULL without one): omx__recv_local_fast */
 	unsigned fast_streak; /* passes in a row that only took the fast receive (omx__progress_fast) */
+	int local_seen; /* a frame came through the same-host transport: the fast receive is worth a look */
 	uint64_t fast_recvs; /* frames omx__recv_local_fast took (the close summary, OMX_VERBOSE) */
 	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
 	unsigned local_nack_count;

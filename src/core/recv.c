@@ -661,6 +661,7 @@ void omx__recv_frame(void *arg, const uint8_t *frame, size_t len)
 void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len)
 {
 	struct omx_endpoint *ep = arg;
+	ep->local_seen = 1;
 	recv_frame(ep, &ep->wp_local, frame, len);
 }
 

@@ -108,7 +108,9 @@ void omx__progress_fast(struct omx_endpoint *ep)
 {
 	if (ep->progression_disabled || ep->in_handler)
 		return;
-	if (ep->fast_streak < OMX_FAST_STREAK_MAX) {
+	/* An endpoint that never heard from a same-host partner (all its partners remote) skips the
+	 * look: it made an idle omx_test 23.5 ns instead of 21.8 (22.0 with this test; stop 39). */
+	if (ep->local_seen && ep->fast_streak < OMX_FAST_STREAK_MAX) {
 		uint64_t c0 = ep->completions;
 		if (omx__recv_local_fast(ep)) {
 			ep->fast_streak++;

@@ -82,8 +82,7 @@ job() {
 MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2 OMX_VERBOSE=1"
 job local2 "0:2" 2 1 data
 if [ -z "${MPI_JOBS:-}" ] || [[ " $MPI_JOBS " == *" local2 "* ]]; then
-	fast=$(sed -n "s/.*; \([0-9]*\) frames received on the fast path.*/\1/p" "$TMP/local2.log" |
-		awk '{s += $1} END {print s + 0}')
+	fast=$(omx_fast_frames "$TMP/local2.log")
 	check "local2: same-host MPI messages received on the fast path ($fast frames)" test "$fast" -gt 0
 fi
 MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2"

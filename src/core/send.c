@@ -630,21 +630,22 @@ static uint32_t eager_segs_len(const omx_seg_t *segs, uint32_t nseg)
  * The request is allocated before the push unless a recycled one is at hand, so that a send that
  * went out is never reported as failed.
  */
-static int eager_local_fits(struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg, int synchronous)
+/* The message's length if it leaves by post_send_eager_local, UINT32_MAX otherwise. */
+static uint32_t eager_local_len(struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg, int synchronous)
 {
 	if (synchronous || p->is_self)
-		return 0;
+		return UINT32_MAX;
 	uint32_t len = eager_segs_len(segs, nseg);
 	if (len > OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold)
-		return 0;
+		return UINT32_MAX;
 	if (p->next_send_seq == OMX_SEQ_UNCONNECTED || !omx_list_empty(&p->throttled) || !same_host(p))
-		return 0;
-	return omx_seq_diff(p->next_send_seq, p->next_acked_seq) < send_window(p);
+		return UINT32_MAX;
+	return omx_seq_diff(p->next_send_seq, p->next_acked_seq) < send_window(p) ? len : UINT32_MAX;
 }
 
 static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs,
-					  uint32_t nseg, omx_endpoint_addr_t dest, uint64_t match, void *context,
-					  omx_request_t *request)
+					  uint32_t nseg, uint32_t len, omx_endpoint_addr_t dest, uint64_t match,
+					  void *context, omx_request_t *request)
 {
 	/* With a recycled request at hand (the steady state) the allocation waits until the frame
 	 * is out: it cannot fail then. */
@@ -653,10 +654,10 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_NO_RESOURCES, "Allocating send request");
 	}
-	uint32_t len = eager_segs_len(segs, nseg); /* fits: at most OMX_SMALL_MAX */
-	const void *payload = len ? segs[0].ptr : NULL;
+	const void *payload = len ? segs[0].ptr : NULL; /* len: at most OMX_SMALL_MAX (eager_local_len) */
 	uint8_t gathered[OMX_SMALL_MAX];
-	if (nseg > 1) { /* a provider's header and payload (MPI over libfabric: every message) */
+	if (nseg > 1) { /* a provider's header and payload (MPI over libfabric: every message); plain
+			 * copies, not omx__copy_from_segs: ~100 instructions fewer for MPI's 24 bytes */
 		uint32_t off = 0;
 		for (uint32_t i = 0; i < nseg; off += segs[i].len, i++)
 			if (segs[i].len)
@@ -701,8 +702,9 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_BAD_ENDPOINT, "Sending to an invalid address (disconnected, or of another endpoint)");
 	}
-	if (eager_local_fits(p, segs, nseg, synchronous))
-		return post_send_eager_local(ep, p, segs, nseg, dest, match, context, request);
+	uint32_t eager_len = eager_local_len(p, segs, nseg, synchronous);
+	if (eager_len != UINT32_MAX)
+		return post_send_eager_local(ep, p, segs, nseg, eager_len, dest, match, context, request);
 	union omx_request *r = omx__req_alloc(ep, OMX_REQ_SEND_TINY);
 	if (!r) {
 		omx__epunlock(&ep->lock);

@@ -94,7 +94,7 @@ check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:
 PERF=$OMX_BUILD/tools/omx_perf
 run0 timeout 120 "$PERF" -e 6 >"$TMP/pp.srv.log" 2>&1 &
 A=$!
-for ((t = 0; t < 100; t++)); do grep -q '^Starting receiver' "$TMP/pp.srv.log" 2>/dev/null && break; sleep 0.05; done
+omx_wait_line '^Starting receiver' "$TMP/pp.srv.log" 100 "$A"
 run0 timeout 120 "$PERF" -d "$H0" -e 7 -r 6 -S 0 -E 65 -N 2000 -W 10 >"$TMP/pp.cli.log" 2>&1
 B=$?
 wait $A
@@ -102,10 +102,10 @@ A=$?
 lines=$(grep -cE '^length +[0-9]+:'$'\t''[0-9]+\.[0-9]{3} us' "$TMP/pp.cli.log")
 check "same-host omx_perf 0-64 B: both ends succeed, 8 lengths measured (status $A$B, $lines lines)" \
 	test "$A$B" = 00 -a "$lines" = 8
-ffs=$(sed -n "s/.*; \([0-9]*\) frames received on the fast path.*/\1/p" "$TMP/pp.srv.log" | tail -n 1)
-ffc=$(sed -n "s/.*; \([0-9]*\) frames received on the fast path.*/\1/p" "$TMP/pp.cli.log" | tail -n 1)
-check "the ping-pong's messages came through the fast path (server ${ffs:-?}, client ${ffc:-?} of 16080 each)" \
-	test "${ffs:-0}" -gt 1608 -a "${ffc:-0}" -gt 1608
+ffs=$(omx_fast_frames "$TMP/pp.srv.log")
+ffc=$(omx_fast_frames "$TMP/pp.cli.log")
+check "the ping-pong's messages came through the fast path (server $ffs, client $ffc of 16080 each)" \
+	test "$ffs" -gt 1608 -a "$ffc" -gt 1608
 
 # --- single copies without the senders' help, and with many small chunks ---------------------
 PAIR_ENV=("${ALWAYS_ONE_COPY[@]}" OMX_SHARED_COOP_CHUNK=0)

@@ -47,6 +47,11 @@ omx_wait_line() {
 omx_counter() {
 	awk -v l="$2" '{ v = $2; sub(/^[0-9]+: +[0-9]+ /, "") } $0 == l { print v; f = 1; exit } END { if (!f) print 0 }' "$1"
 }
+# omx_fast_frames FILE: the frames received on the fast path, summed over the endpoints' close
+# summaries (OMX_VERBOSE) in FILE; 0 without any.
+omx_fast_frames() {
+	sed -n "s/.*; \([0-9]*\) frames received on the fast path.*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'
+}
 omx_env() {
 	local i=$1
 	echo "OMX_IFACES=${OMX_IF[$i]} OMX_PEERS=$TMP/peers OMX_HOSTNAME=${OMX_HOSTNAME[$i]} OMX_LOCK_DIR=$TMP/lock$i"

@@ -369,11 +369,20 @@ void omx__resend_asked(struct omx_partner *p)
 	}
 }
 
+/* Messages resent by one timer run at most; the others still due go at the next (the protocol
+ * clock's next tick). A partner that stopped acking a window of thousands of messages had every
+ * one of them resent inside a single call of the application's, and every call after it once
+ * they were due again: test_core_limits' full window took seconds per send under TSan. A message
+ * then goes out every resend delay or a little later, so such a partner is given up a little
+ * later than OMX_RESENDS_MAX x OMX_RESEND_DELAY_MS. */
+#define OMX_RESEND_BURST_MAX 64u
+
 void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
 {
 	union omx_request *r;
+	unsigned resent = 0;
 	while ((r = (union omx_request *)omx_list_first(&ep->resend_list, omx_req_t, timer_elt))) {
-		if (now < r->s.last_send_ns + omx__cfg.resend_delay_ns)
+		if (now < r->s.last_send_ns + omx__cfg.resend_delay_ns || resent == OMX_RESEND_BURST_MAX)
 			break;
 		if (r->s.resends >= r->s.resends_max) {
 			struct omx_partner *p = r->s.partner;
@@ -384,6 +393,7 @@ void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
 			continue;
 		}
 		r->s.resends++;
+		resent++;
 		omx__count(r->s.ep->board, OMX_C_X_RETRANSMIT_MSG);
 		omx__send_sequenced(r);
 	}

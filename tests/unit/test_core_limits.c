@@ -164,6 +164,14 @@ static void throttled_medium(omx_endpoint_t from, omx_endpoint_addr_t to)
 	for (int i = 0; i < W - 1; i++) /* the rest of the window; the partner does not progress */
 		posted += omx_isend(from, &t, 1, to, 0xD0000 + (uint64_t)i, NULL, &tiny[i]) == OMX_SUCCESS;
 	CHECK(posted == W - 1);
+	/* The whole window is due for resending after the resend delay: one timer run resends at
+	 * most 64 of it (OMX_RESEND_BURST_MAX), the rest goes at the next runs. */
+	uint64_t rt0 = omx__counters_values(from->board)[OMX_C_X_RETRANSMIT_MSG];
+	usleep(25000);
+	omx_progress(from);
+	uint64_t burst = omx__counters_values(from->board)[OMX_C_X_RETRANSMIT_MSG] - rt0;
+	printf("resend burst: %llu of %d due messages resent by one call\n", (unsigned long long)burst, W);
+	CHECK(burst > 0 && burst <= 64);
 	for (int k = 1; k < M; k++) {
 		unit_fill(mb[k], MSG_LEN, 7001u + (uint64_t)k);
 		CHECK(omx_isend(from, mb[k], MSG_LEN, to, 0xE000 + (uint64_t)k, NULL, &ms[k]) == OMX_SUCCESS);

@@ -1,17 +1,22 @@
 /*
  * ring.c - the shared-memory receive ring of an endpoint (see shm.h).
  *
- * Multi-producer single-consumer, fixed-size slots, each with a sequence word (the bounded queue
- * of D. Vyukov): a producer claims position p by moving the tail from p to p+1 when slot p's
- * sequence reads p, writes its frame, and publishes by setting the sequence to p+1; the consumer
- * takes slot p when its sequence reads p+1 and frees it for the next round (p + slot count).
+ * Multi-producer single-consumer, fixed-size slots, each with a sequence word: a producer claims
+ * position p by moving the tail from p to p+1 while p is less than a ring ahead of the consumer's
+ * head, writes its frame, and publishes it by setting the slot's sequence to p+1; the consumer
+ * takes slot p when its sequence reads p+1, and frees it by moving its head past p. The consumer
+ * writes nothing into the slots: a slot's lines then only travel from producer to consumer, one
+ * transfer a frame, instead of coming back to the producer a round later (Vyukov's bounded queue,
+ * which this was until stop 40, frees a slot by rewriting its sequence word: the producer's next
+ * use of the slot then starts with a miss on a line the consumer owns).
  *
  * A producer that dies between claiming and publishing would block the consumer forever: a slot
- * claimed but unpublished is skipped once its producer (pid written with the slot's first line,
- * just before publishing) is gone, or after one second if the pid is not there yet (it died while
- * copying the frame: a window of at most a few microseconds). A late publication of a skipped
- * slot is detected by the producer (its compare-and-swap fails) and counts as a lost frame, which
- * the protocol's retransmission recovers like any loss.
+ * claimed but unpublished is skipped once its producer (the owner word, written with the slot's
+ * first line just before publishing, names it and the round) is gone, or after one second if this
+ * round's owner is not there yet (it died while copying the frame: a window of at most a few
+ * microseconds). A late publication of a skipped slot is detected by the producer (its
+ * compare-and-swap fails) and counts as a lost frame, which the protocol's retransmission
+ * recovers like any loss.
  *
  * Sleeping: before sleeping the consumer sets `waiting` and re-checks the ring; a producer that
  * finds `waiting` set after publishing clears it and tells its caller to ring the doorbell (a
@@ -192,8 +197,9 @@ struct omx_shm_ring *omx_shm_ring_create(const uint8_t mac[6], uint8_t endpoint,
 	r->mask = count - 1;
 	r->stride = stride;
 	r->slot_bytes = slot_bytes;
+	r->shift = (uint32_t)__builtin_ctz(count);
 	for (uint32_t i = 0; i < count; i++)
-		slot_at(r, i)->seq = i;
+		slot_at(r, i)->seq = (uint64_t)i + 1 - count; /* published in round -1: free for round 0 */
 	for (uint32_t i = 0; i < OMX_SHM_EXPORTS; i++) {
 		h->exports[i].seqnum = UINT32_MAX; /* no use named yet */
 		h->exports[i].coop = COOP_NONE;
@@ -263,6 +269,7 @@ struct omx_shm_ring *omx_shm_ring_attach(const uint8_t mac[6], uint8_t endpoint,
 		goto fail;
 	r->slots = (uint8_t *)h + h->slots_off;
 	r->mask = h->slot_count - 1;
+	r->shift = (uint32_t)__builtin_ctz(h->slot_count);
 	r->stride = h->slot_stride;
 	r->slot_bytes = h->slot_bytes;
 	if (!omx_shm_ring_owner_alive(r) || omx_shm_ring_closed(r)) {
@@ -358,23 +365,17 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	if (__atomic_load_n(&h->closed, __ATOMIC_RELAXED))
 		return -ECONNREFUSED;
 	uint64_t pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
-	struct slot *s;
-	for (;;) {
-		s = slot_at(r, pos);
-		/* A read prefetch (what __builtin_prefetch(s, 1, 3) compiled to all along): the
-		 * consumer polls this line, an exclusive request would pull it from the poller early. */
-		__builtin_prefetch(s, 0, 3);
-		uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-		int64_t diff = (int64_t)(seq - pos);
-		if (diff == 0) {
-			if (__atomic_compare_exchange_n(&h->tail, &pos, pos + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-				break;
-		} else if (diff < 0) {
-			return -EAGAIN;
-		} else {
-			pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
+	uint64_t slots = (uint64_t)r->mask + 1;
+	/* Signed: a head read after pos may be past it (other producers' frames, consumed meanwhile),
+	 * and the compare-and-swap then fails and brings a newer pos. */
+	do {
+		if ((int64_t)(pos - r->head_seen) >= (int64_t)slots) {
+			r->head_seen = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+			if ((int64_t)(pos - r->head_seen) >= (int64_t)slots)
+				return -EAGAIN; /* full */
 		}
-	}
+	} while (!__atomic_compare_exchange_n(&h->tail, &pos, pos + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	struct slot *s = slot_at(r, pos);
 	/*
 	 * The consumer spins on the slot's first line. Every store to it before the publication
 	 * gives the spinning reader a chance to take the line back, and the publication then pays
@@ -401,9 +402,9 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 			off += n;
 		}
 	}
-	__atomic_store_n(&s->pid, r->pid, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->owner, SLOT_OWNER(r->pid, pos, r->shift), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
-	uint64_t expect = pos;
+	uint64_t expect = pos + 1 - slots; /* the previous round's publication (or skip) */
 	if (!__atomic_compare_exchange_n(&s->seq, &expect, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return -EAGAIN; /* skipped by the consumer meanwhile (we were stalled): a loss */
 	if (__atomic_load_n(&h->waiting, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
@@ -413,18 +414,19 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	return 0;
 }
 
-/* Slot s at pos, found free for this round (seq == pos), was claimed by a producer that has not
- * published it yet: its pid shows, or the tail moved past it. Reads the tail: not on every poll. */
-static int slot_claimed(const struct omx_shm_ring *r, const struct slot *s, uint64_t pos)
+/* Slot pos, found unpublished, was claimed by a producer: the tail moved past it. Reads the tail,
+ * a line every producer writes: not on every poll. */
+static int slot_claimed(const struct omx_shm_ring *r, uint64_t pos)
 {
-	return __atomic_load_n(&s->pid, __ATOMIC_RELAXED) || __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) != pos;
+	return __atomic_load_n(&r->h->tail, __ATOMIC_ACQUIRE) != pos;
 }
 
-static void release_slot(struct omx_shm_ring *r, struct slot *s, uint64_t pos)
+/* Done with the frame at the head: producers may now reuse its slot. The head's line is ours
+ * until a producer finds the ring full and reads it. */
+static void release_slot(struct omx_shm_ring *r, uint64_t pos)
 {
-	__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->seq, pos + r->mask + 1, __ATOMIC_RELEASE);
 	r->head = pos + 1;
+	__atomic_store_n(&r->h->head, pos + 1, __ATOMIC_RELEASE);
 }
 
 static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg,
@@ -441,24 +443,23 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 				len = r->slot_bytes;
 			prefetch_slot_data(s, len, PREFETCH_RX_MAX_BYTES, 0);
 			fn(arg, s->data, len);
-			release_slot(r, s, pos);
+			release_slot(r, pos);
 			r->stall_since = 0;
 			count++;
 			continue;
 		}
-		if (seq != pos)
-			break; /* empty */
-		/* The slot is free for this round: empty, or claimed but not published yet (the
-		 * claimer's pid, written just before the publication, may show already). Either way a
-		 * live producer publishes within nanoseconds: whether one died holding the slot is
+		if (seq != pos - r->mask)
+			break; /* not this round's nor the last one's: cannot happen, treated as empty */
+		/* The slot is free for this round: empty, or claimed but not published yet. Either
+		 * way a live producer publishes within nanoseconds: whether one died holding the slot is
 		 * looked into once every TAIL_CHECK polls only. The tail is on a line every producer
 		 * writes, so each read of it costs the next push a miss, and a stall starts with a
-		 * clock read: done whenever a pid showed, this took 6% of a busy ping-pong's polls
+		 * clock read: done on every poll, this took 6% of a busy ping-pong's polls
 		 * (docs/performance.md, stop 34). */
 		if (!r->stall_since && ++r->empty_polls < TAIL_CHECK)
 			break;
 		r->empty_polls = 0;
-		if (!slot_claimed(r, s, pos))
+		if (!slot_claimed(r, pos))
 			break; /* empty */
 		/* Claimed, not published yet. */
 		uint64_t now = omx_shm_now_ns();
@@ -466,14 +467,16 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 			r->stall_since = now;
 			break;
 		}
-		uint32_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+		uint32_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+		uint32_t pid = owner == SLOT_OWNER(SLOT_OWNER_PID(owner), pos, r->shift) ? SLOT_OWNER_PID(owner) : 0;
 		int dead = pid && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 		if (!dead && now - r->stall_since < STALL_NS)
 			break;
-		uint64_t expect = pos;
-		if (__atomic_compare_exchange_n(&s->seq, &expect, pos + r->mask + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			__atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
-			r->head = pos + 1;
+		/* Skipped: marked as published for this round, which is what the slot's next producer
+		 * expects to find, and what makes a late publication fail. */
+		uint64_t expect = seq;
+		if (__atomic_compare_exchange_n(&s->seq, &expect, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			release_slot(r, pos);
 			__atomic_fetch_add(&r->h->skipped, 1, __ATOMIC_RELAXED);
 		}
 		r->stall_since = 0;
@@ -489,7 +492,7 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 	struct slot *s = slot_at(r, pos);
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 	if (seq != pos + 1) {
-		if (seq != pos)
+		if (seq != pos - r->mask)
 			return 0;
 		if (!r->stall_since && r->empty_polls + 1 < TAIL_CHECK) {
 			r->empty_polls++;
@@ -518,7 +521,7 @@ const uint8_t *omx_shm_ring_peek(struct omx_shm_ring *r, uint32_t *len)
 
 void omx_shm_ring_take(struct omx_shm_ring *r)
 {
-	release_slot(r, slot_at(r, r->head), r->head);
+	release_slot(r, r->head);
 	r->stall_since = 0;
 }
 
@@ -529,7 +532,7 @@ int omx_shm_ring_arm(struct omx_shm_ring *r)
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST);
 	/* A slot claimed but not published: do not sleep past it (its producer may be dead, and
 	 * the polls would look into that only every TAIL_CHECK): the next poll does. */
-	int claimed = seq == r->head && slot_claimed(r, s, r->head);
+	int claimed = seq == r->head - r->mask && slot_claimed(r, r->head);
 	if (seq == r->head + 1 || r->stall_since || claimed) {
 		if (claimed && !r->stall_since)
 			r->empty_polls = TAIL_CHECK;

@@ -10,7 +10,8 @@
 #include "shm/shm.h"
 
 #define RING_MAGIC 0x524d584fu /* "OXMR" */
-#define RING_VERSION 3u /* 2: export entries on their own cache lines; 3: cooperative copies */
+#define RING_VERSION 4u /* 2: export entries on their own cache lines; 3: cooperative copies; 4: slots freed
+			   by the consumer's head, not by rewriting them */
 
 /* A receiver reads an entry right after the RNDV that names it, from the sender's cache: aligned,
  * the header and the first two segments (most exports) are one line, one transfer. */
@@ -50,16 +51,27 @@ struct ring_hdr {
 	uint32_t waiting __attribute__((aligned(64)));
 	uint32_t sock_hint; /* bumped by producers that sent a frame to the owner's socket instead */
 	uint64_t tail __attribute__((aligned(64)));
-	uint64_t head __attribute__((aligned(64))); /* unused: the consumer's position is its own; kept for the layout */
+	/* The consumer's position: slots before it are free. Written by the consumer at each take, read
+	 * by a producer only when the copy it keeps says the ring is full. */
+	uint64_t head __attribute__((aligned(64)));
 	struct export_ent exports[OMX_SHM_EXPORTS] __attribute__((aligned(64)));
 };
 
+/* seq is pos + 1 once the frame of position pos is published (pos + 1 - slot count before: the
+ * previous round's). owner is the producer's pid and the slot's round (SLOT_OWNER), so that a
+ * consumer waiting on a claimed slot tells this round's producer from an earlier one. */
 struct slot {
 	uint64_t seq;
 	uint32_t len;
-	uint32_t pid;
+	uint32_t owner;
 	uint8_t data[];
 };
+
+/* A pid is below 2^22 on Linux (PID_MAX_LIMIT); the 10 bits above it hold the round of the
+ * position (pos / slot count), modulo 1024. */
+#define SLOT_PID_BITS 22u
+#define SLOT_OWNER(pid, pos, shift) ((uint32_t)(pid) | (uint32_t)(((pos) >> (shift)) & 0x3ffu) << SLOT_PID_BITS)
+#define SLOT_OWNER_PID(owner) ((owner) & ((1u << SLOT_PID_BITS) - 1u))
 
 struct omx_shm_ring {
 	int fd;
@@ -68,7 +80,11 @@ struct omx_shm_ring {
 	size_t map_len;
 	uint8_t *slots;
 	uint32_t mask, stride, slot_bytes;
+	uint32_t shift; /* log2 of the slot count */
 	uint32_t pid; /* ours, written in the slots we claim */
+	/* producer: the consumer's head as last read (a ring is full only if it still is after a
+	 * fresh read) */
+	uint64_t head_seen;
 	char path[160];
 	/* consumer */
 	uint64_t head;

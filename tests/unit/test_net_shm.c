@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shm/ring_layout.h" /* dead_producer claims a slot as a producer would */
+#include "shm/ring_layout.h" /* dead_producer and stale_owner claim slots as a producer would */
 #include "shm/shm.h"
 #include "unit_check.h"
 
@@ -367,7 +367,7 @@ static void dead_producer(void)
 				_exit(11);
 			struct slot *sl = (struct slot *)(r->slots + (size_t)(pos & r->mask) * r->stride);
 			if (with_pid)
-				__atomic_store_n(&sl->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+				__atomic_store_n(&sl->owner, SLOT_OWNER(getpid(), pos, r->shift), __ATOMIC_RELAXED);
 			_exit(0); /* claimed, never published */
 		}
 		int status = 0;
@@ -389,6 +389,63 @@ static void dead_producer(void)
 		printf("dead_producer: slot claimed %s the pid skipped, the next frame delivered\n",
 		       with_pid ? "with" : "without");
 	}
+	omx_shm_ring_close(prod);
+	omx_shm_ring_close(own);
+}
+
+/* The consumer writes nothing into the slots, so a slot's owner word still names the producer of
+ * an earlier round: a dead one must not get a live producer's claim skipped. A producer process
+ * fills a whole round and exits; a live one (this process) then claims a slot and takes its time
+ * to publish (a third of the stall time): nothing is skipped, and the frame arrives. */
+static void stale_owner(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 10 };
+	int err = 0;
+	struct omx_shm_ring *own = omx_shm_ring_create(mac, 7, 2048, 64 << 10, 1, &err);
+	struct omx_shm_ring *prod = own ? omx_shm_ring_attach(mac, 7, &err) : NULL;
+	CHECK(own != NULL && prod != NULL);
+	if (!own || !prod)
+		return;
+	uint32_t slots = omx_shm_ring_slots(own);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct omx_shm_ring *r = omx_shm_ring_attach(mac, 7, &err);
+		uint8_t frame[40] = { 0 };
+		struct iovec iov = { frame, sizeof(frame) };
+		int bell;
+		for (uint32_t i = 0; r && i < slots; i++)
+			if (omx_shm_ring_push(r, &iov, 1, &bell) != 0)
+				_exit(11);
+		_exit(r ? 0 : 10);
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	struct rx *rx = calloc(1, sizeof(*rx));
+	while (omx_shm_ring_poll(own, collect, rx, 64) > 0)
+		;
+	CHECK(rx->n == slots);
+	/* Claimed by us, alive; the slot's owner word is the dead producer's, a round old. */
+	uint64_t pos = __atomic_load_n(&prod->h->tail, __ATOMIC_RELAXED);
+	CHECK(__atomic_compare_exchange_n(&prod->h->tail, &pos, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	struct slot *sl = (struct slot *)(prod->slots + (size_t)(pos & prod->mask) * prod->stride);
+	CHECK(SLOT_OWNER_PID(sl->owner) == (uint32_t)pid);
+	uint64_t until = omx_shm_now_ns() + 330000000ull;
+	while (omx_shm_now_ns() < until)
+		(void)omx_shm_ring_poll(own, collect, rx, 8);
+	CHECK(omx_shm_ring_skipped(own) == 0);
+	memset(sl->data, 0x5a, 40);
+	__atomic_store_n(&sl->owner, SLOT_OWNER(getpid(), pos, prod->shift), __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->len, 40, __ATOMIC_RELAXED);
+	uint64_t expect = pos - prod->mask;
+	CHECK(__atomic_compare_exchange_n(&sl->seq, &expect, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	memset(rx, 0, sizeof(*rx));
+	while (omx_shm_ring_poll(own, collect, rx, 8) > 0)
+		;
+	CHECK(rx->n == 1 && rx->len[0] == 40 && rx->first[0] == 0x5a);
+	CHECK(omx_shm_ring_skipped(own) == 0);
+	printf("stale_owner: a round-old owner word of a dead producer did not get a live claim skipped\n");
+	free(rx);
 	omx_shm_ring_close(prod);
 	omx_shm_ring_close(own);
 }
@@ -704,6 +761,7 @@ int main(void)
 	multi_producer();
 	dead_owner();
 	dead_producer();
+	stale_owner();
 	single_copy();
 	single_copy_refused();
 	copy_engines();

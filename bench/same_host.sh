@@ -28,6 +28,10 @@
 # (omx_perf -H: buffers of transparent huge pages, both sides; mpi_shm_pingpong -H the same).
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
 # Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
+# BASE_BUILD (another build tree, e.g. of an earlier commit: every mode also runs as "mode~base"
+# with that build's omx_perf, self_pingpong, ring_pingpong and provider, right before or after the
+# mode in each run, alternately (ABBA); then a ratio line per length compares the two run by run,
+# over the runs where both were near, and over those where both were far apart, if any),
 # PLACES ["any"]: any (not pinned), diff (the two processes pinned to cores 0 and 1), same (both
 # pinned to core 0; the busy-polling modes then yield between polls: omx_perf -y, Open MPI
 # mpi_yield_when_idle=1), PERF (another omx_perf binary, e.g. an older build, for before/after comparisons).
@@ -113,6 +117,11 @@ pin() {
 }
 run_once() { # mode place run
 	local mode=$1 place=$2 r=$3 out="$TMP/$1@$2.$3.csv" extra=() yield=()
+	local b=$BUILD perf=$PERF self=${SELF:-$BUILD/bench/self_pingpong}
+	if [[ $mode == *"~base" ]]; then
+		mode=${mode%~base} b=$BASE_BUILD perf=$BASE_BUILD/tools/omx_perf self=$BASE_BUILD/bench/self_pingpong
+	fi
+	local RP=$b/bench/ring_pingpong
 	shift 3
 	[ "$place" = same ] && yield=(-y)
 	case $mode in
@@ -139,7 +148,7 @@ run_once() { # mode place run
 		if [ "$mode" = mpi-omx ]; then
 			# Open MPI over omx itself (pml cm, mtl ofi, our provider from the build), both ranks
 			# in the one namespace: what an MPI job sees of omx's same-host path
-			pre=(omx_host_exec 0 env "${OMXENV[@]}" FI_PROVIDER_PATH="$BUILD/ofi")
+			pre=(omx_host_exec 0 env "${OMXENV[@]}" FI_PROVIDER_PATH="$b/ofi")
 			mca=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx --mca btl self
 				-x OMX_PEERS -x OMX_IFACES -x OMX_LOCK_DIR -x FI_PROVIDER_PATH)
 		elif [ "$mode" = ucx ]; then
@@ -167,7 +176,7 @@ run_once() { # mode place run
 		[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}" && senv+=("${more[@]}")
 		for l in $LENGTHS; do
 			[ "$l" -le 4096 ] || continue
-			omx_host_exec 0 "${senv[@]}" timeout 120 ${SELF:-$BUILD/bench/self_pingpong} "$l" "$N" |
+			omx_host_exec 0 "${senv[@]}" timeout 120 "$self" "$l" "$N" |
 				awk -F, '{printf "%s,%s,%.4f,0\n", $1, $2, $3 / 1000}'
 		done >"$out"
 		return
@@ -180,21 +189,30 @@ run_once() { # mode place run
 	# "mode+VAR=value+VAR2=value": extra variables for this mode
 	[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}" && extra+=("${more[@]}")
 	local envs=(env "${OMXENV[@]}" "${extra[@]}")
-	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 0) "$PERF" -e 0 "${yield[@]}" >"$TMP/server.log" 2>&1 &
+	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 0) "$perf" -e 0 "${yield[@]}" >"$TMP/server.log" 2>&1 &
 	local srv=$!
 	for ((t = 0; t < 100; t++)); do
 		grep -q '^Starting receiver' "$TMP/server.log" 2>/dev/null && break
 		sleep 0.05
 	done
-	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 1) "$PERF" -d "$H:0" -e 1 -P 0 -c - "${yield[@]}" "${WARM[@]}" "$@" \
+	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 1) "$perf" -d "$H:0" -e 1 -P 0 -c - "${yield[@]}" "${WARM[@]}" "$@" \
 		2>/dev/null | grep -E '^[0-9]+,' >"$out"
 	wait $srv
 }
 # shellcheck source=lib_quiet.sh
 source "$HERE/lib_quiet.sh" # placement_probe, placement_of
+# With BASE_BUILD, each mode's twin runs next to it, first in every other run.
+ab_modes() { # run
+	local m
+	for m in $MODES; do
+		if [ -z "${BASE_BUILD:-}" ]; then echo "$m"
+		elif (($1 % 2)); then echo "$m~base $m"
+		else echo "$m $m~base"; fi
+	done
+}
 for ((r = 0; r < RUNS; r++)); do
 	for place in $PLACES; do
-		for mode in $MODES; do
+		for mode in $(ab_modes $r); do
 			p0="" p1=""
 			[ "$place" = diff ] && p0=$(placement_probe "$LP")
 			run_once "$mode" "$place" "$r" "$@"
@@ -207,7 +225,7 @@ for ((r = 0; r < RUNS; r++)); do
 done
 NEAR=$(cat "$TMP"/*.probe 2>/dev/null | awk 'NF && (m == "" || $1 < m) {m = $1} END {print m}')
 for place in $PLACES; do
-	for mode in $MODES; do
+	for mode in $(ab_modes 0); do
 		label=$mode
 		[ "$PLACES" != any ] && label="$mode@$place"
 		for ((r = 0; r < RUNS; r++)); do
@@ -217,4 +235,43 @@ for place in $PLACES; do
 		done | python3 -c "$MEDIAN" "$label" "$NEAR"
 	done
 done
+# mode / mode~base, run by run: "run,length,latency,probe,0|1" lines (1: the base's)
+RATIO='
+import sys, statistics, collections
+near = float(sys.argv[2]) if sys.argv[2] else 0.0
+runs = collections.defaultdict(dict)
+for line in sys.stdin:
+    r, l, lat, probe, base = line.strip().split(",")
+    runs[(int(r), int(l))][int(base)] = (float(lat), float(probe) if probe else 0.0)
+for state in ("near", "far apart"):
+    by_len = collections.defaultdict(list)
+    for (r, l), v in runs.items():
+        if 0 not in v or 1 not in v:
+            continue
+        far = [near > 0 and v[i][1] > 3 * near for i in (0, 1)]
+        if far[0] != far[1] or far[0] != (state == "far apart"):
+            continue
+        by_len[l].append(v[0][0] / v[1][0])
+    for l in sorted(by_len):
+        q = sorted(by_len[l])
+        print("%-18s %9d  %9.3f x base (%d runs both %s, %.3f-%.3f; lower is faster)" % (sys.argv[1], l,
+              statistics.median(q), len(q), state, q[0], q[-1]))
+'
+if [ -n "${BASE_BUILD:-}" ]; then
+	for place in $PLACES; do
+		for mode in $MODES; do
+			label="$mode"
+			[ "$PLACES" != any ] && label="$mode@$place"
+			for ((r = 0; r < RUNS; r++)); do
+				for b in 0 1; do
+					m=$mode
+					[ $b = 1 ] && m="$mode~base"
+					[ -f "$TMP/$m@$place.$r.csv" ] || continue
+					p=$(cat "$TMP/$m@$place.$r.probe" 2>/dev/null)
+					awk -v r="$r" -v p="$p" -v b="$b" -F, 'NF {print r","$1","$3","p","b}' "$TMP/$m@$place.$r.csv"
+				done
+			done | python3 -c "$RATIO" "$label" "$NEAR"
+		done
+	done
+fi
 exit 0

@@ -24,15 +24,18 @@
 #define REQ_CACHE_MAX 32u
 #endif
 
+_Static_assert(offsetof(omx_req_t, type) == offsetof(omx_req_t, all_elt) + sizeof(struct omx_list),
+	       "omx__req_alloc clears a recycled request from its type on: the list links come first");
+
 union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type type)
 {
 	union omx_request *r = ep->req_cache;
 	if (r) {
 		ep->req_cache = *(union omx_request **)r;
 		ep->req_cache_count--;
-		/* Everything but a send's inline payload, which is only read up to the length
-		 * written into it (a third of the request). */
-		memset(r, 0, offsetof(omx_req_t, inline_data));
+		/* Everything but the list links, set below, and a send's inline payload, which is
+		 * only read up to the length written into it (a third of the request). */
+		memset(&r->s.type, 0, offsetof(omx_req_t, inline_data) - offsetof(omx_req_t, type));
 	} else {
 		r = calloc(1, sizeof(*r));
 		if (!r)

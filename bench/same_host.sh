@@ -243,7 +243,7 @@ runs = collections.defaultdict(dict)
 for line in sys.stdin:
     r, l, lat, probe, base = line.strip().split(",")
     runs[(int(r), int(l))][int(base)] = (float(lat), float(probe) if probe else 0.0)
-for state in ("near", "far apart"):
+for state in (("near", "far apart") if near > 0 else ("unprobed",)):
     by_len = collections.defaultdict(list)
     for (r, l), v in runs.items():
         if 0 not in v or 1 not in v:

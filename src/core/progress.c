@@ -166,12 +166,16 @@ int omx__progress_thread_start(struct omx_endpoint *ep)
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&ep->progress_nap, NULL);
 	ep->progress_stop = 0;
+	/* Set before the thread exists: its passes read it (omx__responder_progress), and a store
+	 * after pthread_create would race with them (ThreadSanitizer saw it under the provider's
+	 * tests). */
+	ep->progress_started = 1;
 	if (pthread_create(&ep->progress_tid, NULL, progress_main, ep) != 0) {
+		ep->progress_started = 0;
 		pthread_cond_destroy(&ep->progress_cond);
 		pthread_mutex_destroy(&ep->progress_nap);
 		return -1;
 	}
-	ep->progress_started = 1;
 	return 0;
 }
 

@@ -200,7 +200,7 @@ struct ofx_ep {
 
 struct ofx_domain {
 	struct fid_domain dom;
-	pthread_mutex_t lock;
+	uint32_t lock;    /* 0 free, 1 held, 2 held and a thread may sleep on it (dom_lock) */
 	pthread_t holder; /* the thread holding lock, 0 if none (dom_held) */
 	uint32_t board;
 	uint64_t nic;
@@ -217,8 +217,29 @@ struct ofx_fabric {
  * records its holder (a thread-local did, but in a dlopen'ed library every access to one is a
  * __tls_get_addr call, 2-4% of a small-message MPI ping-pong's CPU samples).
  */
-void dom_lock(struct ofx_domain *d);
-void dom_unlock(struct ofx_domain *d);
+/*
+ * MPI over the provider takes the lock at every CQ read (an idle MPI_Test makes one) and around
+ * every send and receive post. glibc's mutex spent ~55 instructions a lock/unlock pair around
+ * its two atomic operations (bench/mpi_shm_pingpong over omx under callgrind); here the
+ * uncontended pair is a compare-and-swap and an exchange, inline, and a contended lock sleeps on
+ * the word (ofx_fabric.c: dom_lock_wait, dom_lock_wake).
+ */
+void dom_lock_wait(struct ofx_domain *d);
+void dom_lock_wake(struct ofx_domain *d);
+static inline void dom_lock(struct ofx_domain *d)
+{
+	uint32_t free_word = 0;
+	if (__builtin_expect(!__atomic_compare_exchange_n(&d->lock, &free_word, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 0))
+		dom_lock_wait(d);
+	__atomic_store_n(&d->holder, pthread_self(), __ATOMIC_RELAXED);
+}
+
+static inline void dom_unlock(struct ofx_domain *d)
+{
+	__atomic_store_n(&d->holder, (pthread_t)0, __ATOMIC_RELAXED);
+	if (__builtin_expect(__atomic_exchange_n(&d->lock, 0, __ATOMIC_RELEASE) == 2, 0))
+		dom_lock_wake(d);
+}
 /* Whether the calling thread holds d's lock: only it stores its own id there, so a relaxed read
  * that sees it is its own store, and one that does not cannot be. */
 static inline int dom_held(struct ofx_domain *d)

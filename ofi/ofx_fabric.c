@@ -6,21 +6,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 #include "ofx.h"
 
 /* ------------------------------------------------------------------ domain lock, clock */
 
-void dom_lock(struct ofx_domain *d)
+/* Spins before sleeping: the lock is held for one provider call (a progress pass at most), far
+ * shorter than a sleep and its wake-up on these VMs. */
+#define DOM_LOCK_SPINS 200
+
+static long futex_call(uint32_t *w, int op, uint32_t val)
 {
-	pthread_mutex_lock(&d->lock);
-	__atomic_store_n(&d->holder, pthread_self(), __ATOMIC_RELAXED);
+	return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
 }
 
-void dom_unlock(struct ofx_domain *d)
+void dom_lock_wait(struct ofx_domain *d)
 {
-	__atomic_store_n(&d->holder, (pthread_t)0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&d->lock);
+	for (int i = 0; i < DOM_LOCK_SPINS; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		uint32_t free_word = 0;
+		if (__atomic_load_n(&d->lock, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&d->lock, &free_word, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return;
+	}
+	/* 2 from here on, whoever holds it: its unlock then wakes a sleeper (one wake-up too many
+	 * at worst, when the sleepers have gone meanwhile). */
+	while (__atomic_exchange_n(&d->lock, 2, __ATOMIC_ACQUIRE) != 0)
+		(void)futex_call(&d->lock, FUTEX_WAIT_PRIVATE, 2);
+}
+
+void dom_lock_wake(struct ofx_domain *d)
+{
+	(void)futex_call(&d->lock, FUTEX_WAKE_PRIVATE, 1);
 }
 
 uint64_t now_ns(void)
@@ -97,7 +118,6 @@ int ofx_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 static int dom_close(struct fid *fid)
 {
 	struct ofx_domain *dom = (struct ofx_domain *)fid;
-	pthread_mutex_destroy(&dom->lock);
 	free(dom);
 	return 0;
 }
@@ -220,7 +240,6 @@ static int fab_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	dom->dom.mr = &mr_ops;
 	dom->board = board;
 	omx_board_number_to_nic_id(board, &dom->nic);
-	pthread_mutex_init(&dom->lock, NULL);
 	*out = &dom->dom;
 	return 0;
 }

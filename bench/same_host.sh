@@ -26,7 +26,8 @@
 # (omx_perf -T: the sender writes every line of its buffer before each send) applies to the omx
 # modes and the MPI ones (vader-*, ucx, mpi-omx), not to the local baselines; so does -H
 # (omx_perf -H: buffers of transparent huge pages, both sides; mpi_shm_pingpong -H the same).
-# A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0".
+# A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0",
+# "mpi-omx+OMX_PROGRESS_THREAD=0" (exported to both ranks).
 # Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
 # BASE_BUILD (another build tree, e.g. of an earlier commit: every mode also runs as "mode~base"
 # with that build's omx_perf, self_pingpong, ring_pingpong and provider, right before or after the
@@ -104,7 +105,7 @@ for l in sorted(rows):
 LP=$BUILD/bench/local_pingpong
 RP=$BUILD/bench/ring_pingpong
 MPIPP=$TMP/mpi_shm_pingpong
-if [[ " $MODES " == *" vader-"* || " $MODES " == *" ucx "* || " $MODES " == *" mpi-omx "* ]]; then
+if [[ " $MODES " == *" vader-"* || " $MODES " == *" ucx "* || " $MODES " == *" mpi-omx"* ]]; then
 	mpicc -O2 -o "$MPIPP" "$HERE/mpi_shm_pingpong.c" || exit 1
 fi
 # pin PLACE SIDE: the command prefix pinning side 0 (server / rank 0) or 1 of a placement
@@ -143,14 +144,18 @@ run_once() { # mode place run
 		done >"$out"
 		return
 		;;
-	vader-* | ucx | mpi-omx)
+	vader-* | ucx | mpi-omx | mpi-omx+*)
 		local mca pre=()
-		if [ "$mode" = mpi-omx ]; then
+		if [[ $mode == mpi-omx* ]]; then
 			# Open MPI over omx itself (pml cm, mtl ofi, our provider from the build), both ranks
 			# in the one namespace: what an MPI job sees of omx's same-host path
-			pre=(omx_host_exec 0 env "${OMXENV[@]}" FI_PROVIDER_PATH="$b/ofi")
+			# ("mpi-omx+VAR=value+...": those variables too, exported to the ranks)
+			local more=() v
+			[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}"
+			pre=(omx_host_exec 0 env "${OMXENV[@]}" FI_PROVIDER_PATH="$b/ofi" "${more[@]}")
 			mca=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx --mca btl self
 				-x OMX_PEERS -x OMX_IFACES -x OMX_LOCK_DIR -x FI_PROVIDER_PATH)
+			for v in "${more[@]}"; do mca+=(-x "${v%%=*}"); done
 		elif [ "$mode" = ucx ]; then
 			# UCX (Debian's libucx0 under Open MPI's pml ucx): its shared-memory transports only
 			# (posix/sysv eager, cma for large messages); Open MPI selects pml ucx only over RDMA

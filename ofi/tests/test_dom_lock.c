@@ -6,6 +6,7 @@
  * did not would be reported as a data race).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,7 +17,7 @@
 
 static struct ofx_domain dom;
 static unsigned long counter;
-static int held_wrong;
+static int held_wrong; /* set (atomically: outside the lock too) if dom_held lies */
 
 static void *adder(void *arg)
 {
@@ -24,13 +25,13 @@ static void *adder(void *arg)
 	for (int i = 0; i < ROUNDS; i++) {
 		dom_lock(&dom);
 		if (!dom_held(&dom))
-			held_wrong = 1;
+			__atomic_store_n(&held_wrong, 1, __ATOMIC_RELAXED);
 		counter++;
 		if (i % 1000 == 0)
 			sched_yield(); /* held across a yield now and then: others must wait, some asleep */
 		dom_unlock(&dom);
 		if (dom_held(&dom))
-			held_wrong = 1;
+			__atomic_store_n(&held_wrong, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -52,7 +53,7 @@ int main(void)
 	} else {
 		printf("ok - %d threads x %d additions under the lock: exact total\n", THREADS, ROUNDS);
 	}
-	if (held_wrong) {
+	if (__atomic_load_n(&held_wrong, __ATOMIC_RELAXED)) {
 		printf("FAIL - dom_held wrong inside or outside the lock\n");
 		fails++;
 	} else {

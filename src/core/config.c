@@ -293,6 +293,13 @@ void omx__config_load_open(void)
 	c->shared_nt_threshold = env_u32("OMX_SHARED_NT_THRESHOLD", NULL, 2u << 20);
 	omx_copy_set_nt_threshold(c->shared_nt_threshold);
 	omx_shm_huge_set_after(env_u32("OMX_SHARED_HUGE_AFTER", NULL, 8));
+	/* 1 = a pass on every call; more than 64 would leave the network and the timers waiting
+	 * for too many cheap calls (docs/configuration.md). */
+	c->idle_pass_every = env_u32("OMX_IDLE_PASS_EVERY", NULL, OMX_IDLE_PASS_EVERY_DEFAULT);
+	if (c->idle_pass_every < 1)
+		c->idle_pass_every = 1;
+	if (c->idle_pass_every > 64)
+		c->idle_pass_every = 64;
 	c->shared_ring_kb = env_u32("OMX_SHARED_RING_KB", NULL, 0); /* 0: OMX_SHARED_RING_AUTO_SLOTS slots */
 	if (c->shared_ring_kb && c->shared_ring_kb < 64)
 		c->shared_ring_kb = 64;

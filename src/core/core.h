@@ -94,6 +94,7 @@ struct omx_config {
 	int shared_single_copy;       /* OMX_SHARED_SINGLE_COPY: process_vm_readv for large messages */
 	uint32_t shared_coop_chunk;   /* OMX_SHARED_COOP_CHUNK: senders help single copies; 0 = never */
 	uint64_t shared_nt_threshold; /* OMX_SHARED_NT_THRESHOLD: non-temporal copies from this size */
+	uint32_t idle_pass_every;     /* OMX_IDLE_PASS_EVERY: full pass on every Nth call finding the ring empty */
 	uint32_t shared_ring_kb;      /* OMX_SHARED_RING_KB: receive ring per endpoint; 0 = auto */
 	int shared_ring_lock;         /* OMX_SHARED_RING_LOCK: mlock it (best effort) */
 };
@@ -407,6 +408,8 @@ struct omx_endpoint {
 	struct omx_net *local;   /* same-host partners (net/local.c); NULL in tests over the hub */
 	struct omx_shm_ring *own_ring; /* ep->local's ring (NULL without one): omx__recv_local_fast */
 	unsigned fast_streak; /* passes in a row that only took the fast receive (omx__progress_fast) */
+	unsigned idle_skips; /* calls in a row that found the same-host ring empty and made no pass */
+	uint64_t idle_skipped; /* such calls in all (the close summary) */
 	int local_seen; /* a frame came through the same-host transport: the fast receive is worth a look */
 	uint64_t fast_recvs; /* frames omx__recv_local_fast took (the close summary, OMX_VERBOSE) */
 	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
@@ -549,6 +552,17 @@ void omx__progress_clocked(struct omx_endpoint *ep);
  * takes (omx__recv_local_fast) ends it, up to OMX_FAST_STREAK_MAX calls in a row; a full pass
  * otherwise. */
 #define OMX_FAST_STREAK_MAX 8u
+/*
+ * Of the calls in a row that find the same-host ring empty, only every Nth makes the full pass
+ * (OMX_IDLE_PASS_EVERY); the others end after the look at the ring. A busy-polling MPI rank over
+ * the libfabric provider makes such a call at every CQ read, and its full pass (~400
+ * instructions: the transports' polls, the timers' checks) sits between a frame's arrival and its
+ * detection, and at the end of every harvest of completions. Measured with Open MPI over omx on
+ * one host (docs/performance.md, stop 42): 0-64 B ping-pong 0.79-0.93x the time with a pass on
+ * every call, near and far apart alike, for N from 2 to 16; omx_perf within noise. The network
+ * and the timers then wait up to N-1 calls of ~10 ns more.
+ */
+#define OMX_IDLE_PASS_EVERY_DEFAULT 4u
 void omx__progress_fast(struct omx_endpoint *ep);
 /* The protocol's time (ep->now_ns), for its timers: resends (500 ms), delayed acks (16 ms),
  * pulls (1 s). CLOCK_MONOTONIC is read again only when the kernel's tick moved (the coarse
@@ -698,7 +712,8 @@ void omx__build_notify(union omx_request *r, struct omx_pkt *pkt);
 void omx__recv_frame(void *arg, const uint8_t *frame, size_t len);
 void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len); /* same-host transport */
 /* The frame at the head of our ring, taken if it is a same-host eager message the in-order path
- * handles (1); left there for the full pass otherwise (0). */
+ * handles (1); left there for the full pass otherwise (0); -1 if there is none (the ring empty,
+ * or its head slot claimed and not yet published). */
 int omx__recv_local_fast(struct omx_endpoint *ep);
 /* Split receive of MEDIUM fragments (recv.c): where the fragment's bytes go if it is accepted now
  * (NULL: it goes the ordinary way), and the fragment's acceptance once they are there. */

@@ -762,7 +762,9 @@ int omx__recv_local_fast(struct omx_endpoint *ep)
 	uint32_t len;
 	const uint8_t *f = ep->own_ring ? omx_shm_ring_peek(ep->own_ring, &len) : NULL;
 	struct omx_pkt pkt;
-	if (!f || !omx_wire_decode_eager(f, len, &pkt))
+	if (!f)
+		return -1;
+	if (!omx_wire_decode_eager(f, len, &pkt))
 		return 0;
 	(void)omx__ep_clock(ep);
 	if (!recv_eager_in_order(ep, &pkt))

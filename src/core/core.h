@@ -558,9 +558,10 @@ void omx__progress_clocked(struct omx_endpoint *ep);
  * the libfabric provider makes such a call at every CQ read, and its full pass (~400
  * instructions: the transports' polls, the timers' checks) sits between a frame's arrival and its
  * detection, and at the end of every harvest of completions. Measured with Open MPI over omx on
- * one host (docs/performance.md, stop 42): 0-64 B ping-pong 0.79-0.93x the time with a pass on
- * every call, near and far apart alike, for N from 2 to 16; omx_perf within noise. The network
- * and the timers then wait up to N-1 calls of ~10 ns more.
+ * one host (docs/performance.md, stop 42): 0-64 B ping-pong 0.85-0.93x the time with a pass on
+ * every call with both ranks near, 0.81-0.85x far apart (the largest set, 27 runs); N from 2 to
+ * 16 alike; omx_perf within noise. The network and the timers then wait up to N-1 calls of
+ * ~15 ns more.
  */
 #define OMX_IDLE_PASS_EVERY_DEFAULT 4u
 void omx__progress_fast(struct omx_endpoint *ep);

@@ -6,6 +6,7 @@
  *                                         cannot be buffered (test build, see unexpfail_run)
  *   omx_fi_client cqfail                  one endpoint sending to itself while its CQ cannot grow
  *                                         (needs the test build of the provider, see cqfail_run)
+ *   omx_fi_client cqgrow                  one endpoint sending to itself while its CQ grows wrapped
  *   omx_fi_client a|b DIR [map|table] [data] [close|peekerr|avremove]
  *                                         two peers (two hosts): names are exchanged through
  *                                         DIR/name.a and DIR/name.b, then both run the checks, or
@@ -687,6 +688,13 @@ int main(int argc, char **argv)
 		printf("%s\n", fails ? "FAILED" : "PASSED");
 		return fails != 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "cqgrow")) {
+		open_all("map");
+		cqgrow_run();
+		close_all();
+		printf("%s\n", fails ? "FAILED" : "PASSED");
+		return fails != 0;
+	}
 	if (argc >= 2 && !strcmp(argv[1], "unexpfail")) {
 		open_all("map");
 		unexpfail_run(argc >= 3 && !strcmp(argv[2], "back"));
@@ -695,7 +703,7 @@ int main(int argc, char **argv)
 		return fails != 0;
 	}
 	if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b")))
-		DIE("usage: omx_fi_client getinfo | cqfail | unexpfail [back] | a|b DIR [map|table] [data] [close|peekerr|avremove]");
+		DIE("usage: omx_fi_client getinfo | cqfail | cqgrow | unexpfail [back] | a|b DIR [map|table] [data] [close|peekerr|avremove]");
 	const char *avtype = "map", *scenario = NULL;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "map") || !strcmp(argv[i], "table"))

@@ -63,6 +63,7 @@ void close_scenario(int is_a, const char *dir);
 void peekerr_scenario(int is_a, const char *dir);
 void avremove_scenario(int is_a);
 void cqfail_run(void);
+void cqgrow_run(void);
 void unexpfail_run(int memory_back);
 
 #endif

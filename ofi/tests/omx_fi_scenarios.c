@@ -225,6 +225,73 @@ void cqfail_run(void)
 	      p.err);
 }
 
+/* The CQ is a ring of 256 entries that doubles when full, its indexes masked (ofx_cq.c): a ring
+ * that grows while wrapped must keep every completion, in order. The first round leaves the ring's
+ * head at 200 (its completions read 8 at a time); the second piles up 2 x 300 completions without
+ * taking any (reads of count 0 only progress), so the ring wraps and grows from that head. One read
+ * then takes more than 256 entries at once: each completion once, intact, the receives in the
+ * order of their sends. */
+void cqgrow_run(void)
+{
+	enum { WARM = 100, N = 300, MAXE = 1024 };
+	static char sb[N][8], rb[N][8];
+	static struct op s[N], r[N];
+	static struct fi_cq_tagged_entry e[MAXE];
+	insert_self();
+	for (int i = 0; i < WARM; i++) {
+		snprintf(sb[i], sizeof(sb[i]), "w%d", i);
+		if (fi_trecv(ep, rb[i], sizeof(rb[i]), NULL, self, 0x100 + (uint64_t)i, 0, &r[i]) ||
+		    fi_tsend(ep, sb[i], sizeof(sb[i]), NULL, self, 0x100 + (uint64_t)i, &s[i]))
+			DIE("first round");
+	}
+	int warm_done = 1;
+	for (int i = 0; i < WARM; i++)
+		warm_done &= wait_op(&s[i], 10) && wait_op(&r[i], 10);
+	CHECK(warm_done, "first round: %d messages to self completed", WARM);
+	memset(s, 0, sizeof(s));
+	memset(r, 0, sizeof(r));
+	memset(rb, 0, sizeof(rb));
+	for (int i = 0; i < N; i++)
+		if (fi_trecv(ep, rb[i], sizeof(rb[i]), NULL, self, 0x1000 + (uint64_t)i, 0, &r[i]))
+			DIE("fi_trecv");
+	for (int i = 0; i < N; i++) {
+		snprintf(sb[i], sizeof(sb[i]), "m%d", i);
+		ssize_t rc;
+		double end = now() + 10;
+		while ((rc = fi_tsend(ep, sb[i], sizeof(sb[i]), NULL, self, 0x1000 + (uint64_t)i, &s[i])) == -FI_EAGAIN &&
+		       now() < end)
+			(void)fi_cq_read(cq, NULL, 0);
+		if (rc)
+			DIE("fi_tsend: %zd", rc);
+	}
+	for (int i = 0; i < 100; i++)
+		(void)fi_cq_read(cq, NULL, 0);
+	ssize_t first = fi_cq_read(cq, e, MAXE);
+	CHECK(first > 256, "one read took %zd completions (more than the ring's first 256)", first);
+	int total = 0, dup = 0, bad = 0, misordered = 0, last_r = -1;
+	double end = now() + 10;
+	for (ssize_t n = first; total < 2 * N && now() < end; n = fi_cq_read(cq, e, MAXE)) {
+		for (ssize_t k = 0; k < n; k++) {
+			struct op *o = e[k].op_context;
+			int is_r = o >= r && o < r + N;
+			if (!is_r && !(o >= s && o < s + N)) {
+				bad++;
+				continue;
+			}
+			int i = (int)(o - (is_r ? r : s));
+			dup += o->done++ != 0;
+			total++;
+			if (is_r) {
+				bad += e[k].tag != 0x1000 + (uint64_t)i || e[k].len != sizeof(rb[i]) || strcmp(rb[i], sb[i]);
+				misordered += i < last_r;
+				last_r = i;
+			}
+		}
+	}
+	CHECK(total == 2 * N && !dup && !bad, "%d completions of %d, %d twice, %d wrong", total, 2 * N, dup, bad);
+	CHECK(!misordered, "receives completed in the order of their sends (%d out of order)", misordered);
+}
+
 /* Defect: a message that arrived while the provider had no memory to buffer it stayed in omx's
  * queue and was never matched. Test build of the provider, OMX_FI_TEST_UNEXP_ENOMEM=N: the first
  * N buffer allocations for unexpected messages fail. Messages to self arrive before any receive:

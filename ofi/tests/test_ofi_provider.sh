@@ -90,6 +90,15 @@ cqfail() {
 	return $rc
 }
 check "no completion lost when the CQ cannot grow (OMX_FI_TEST_CQ_ENOMEM=20)" cqfail
+# One process, the provider as installed: its CQ's ring grows while wrapped.
+cqgrow() {
+	omx_host_exec 0 env $(omx_env 0) FI_PROVIDER_PATH="$FIDIR" timeout -k 5 60 "$X" cqgrow >"$TMP/fi-cqgrow.log" 2>&1
+	local rc=$?
+	grep -h '^FAIL\|^omx_fi_client\|ERROR\|SUMMARY' "$TMP/fi-cqgrow.log"
+	[ -z "${OFI_VERBOSE:-}" ] || cat "$TMP/fi-cqgrow.log"
+	return $rc
+}
+check "a CQ that grows while wrapped keeps every completion, in order (600 at once)" cqgrow
 # The same build: unexpected messages that find no memory stay in omx's queue and are received
 # from there (memory back after 1 failure: adopted, peekable; never back: received directly).
 unexpfail() {

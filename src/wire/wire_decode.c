@@ -303,6 +303,22 @@ int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
 			      out) == OMX_WIRE_OK;
 }
 
+int omx_wire_decode_medium_whole(const struct omx_wire_params *wp, const uint8_t *frame, size_t len, struct omx_pkt *out)
+{
+	if (!frame || len < OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN || omx_get16(frame + OMX_OFF_ETHERTYPE) != OMX_ETHERTYPE ||
+	    frame[OMX_OFF_PTYPE] != OMX_PT_MEDIUM)
+		return 0;
+	memcpy(out->dst_mac, frame, 6);
+	memcpy(out->src_mac, frame + 6, 6);
+	out->peer_index = omx_get16(frame + OMX_OFF_PEER_INDEX);
+	out->ptype = OMX_PT_MEDIUM;
+	memset(&out->u.msg, 0, sizeof(out->u.msg));
+	out->payload = NULL;
+	out->payload_len = 0;
+	return dec_medium(wp, frame + OMX_HEAD_LEN, len - OMX_HEAD_LEN, out) == OMX_WIRE_OK && out->u.msg.frag_seqnum == 0 &&
+	       out->u.msg.frag_length == out->u.msg.length;
+}
+
 enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_t *frame, size_t len,
 				  struct omx_pkt *out)
 {

@@ -10,6 +10,8 @@
  * a slot (9000 bytes) are refused. oneway (default): the reply is an empty frame; echo: the reply
  * has the same length. The receiver copies every frame out of the ring, as a receive would.
  * Output (CSV), as bench/local_pingpong: ring,length,iterations,half_rtt_us,MB/s
+ * RINGPP_SLOT / RINGPP_RING (bytes): another slot size and ring size than omx's defaults here
+ * (9216, 8 MiB), for layout experiments (stop 44: a hop's cost against the slot stride).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -98,7 +100,9 @@ int main(int argc, char **argv)
 		}
 	}
 	int err = 0;
-	struct omx_shm_ring *own = omx_shm_ring_create(mac, (uint8_t)me, SLOT_BYTES, 8u << 20, 1, &err);
+	uint32_t slot_b = getenv("RINGPP_SLOT") ? (uint32_t)atoi(getenv("RINGPP_SLOT")) : SLOT_BYTES;
+	uint32_t ring_b = getenv("RINGPP_RING") ? (uint32_t)atoi(getenv("RINGPP_RING")) : 8u << 20;
+	struct omx_shm_ring *own = omx_shm_ring_create(mac, (uint8_t)me, slot_b, ring_b, 1, &err);
 	struct omx_shm_ring *peer = NULL;
 	for (int i = 0; own && !peer && i < 5000; i++)
 		if (!(peer = omx_shm_ring_attach(mac, (uint8_t)!me, &err)))

@@ -108,6 +108,19 @@ ffs=$(omx_fast_frames "$TMP/pp.srv.log")
 ffc=$(omx_fast_frames "$TMP/pp.cli.log")
 check "the ping-pong's messages came through the fast path (server $ffs, client $ffc of 16080 each)" \
 	test "$ffs" -gt 1608 -a "$ffc" -gt 1608
+# Whole mediums (256 B and 1 KiB: one frame each, below any rendezvous threshold) too, since stop 44
+run0 timeout 120 "$PERF" -e 6 >"$TMP/ppm.srv.log" 2>&1 &
+A=$!
+omx_wait_line '^Starting receiver' "$TMP/ppm.srv.log" 100 "$A"
+run0 timeout 120 "$PERF" -d "$H0" -e 7 -r 6 -S 256 -E 1025 -M 4 -N 2000 -W 10 >"$TMP/ppm.cli.log" 2>&1
+B=$?
+wait $A
+A=$?
+lines=$(grep -cE '^length +[0-9]+:'$'\t''[0-9]+\.[0-9]{3} us' "$TMP/ppm.cli.log")
+ffs=$(omx_fast_frames "$TMP/ppm.srv.log")
+ffc=$(omx_fast_frames "$TMP/ppm.cli.log")
+check "same-host mediums (256 B, 1 KiB) came through the fast path (status $A$B, $lines lengths; server $ffs, client $ffc of 4020 each)" \
+	test "$A$B" = 00 -a "$lines" = 2 -a "$ffs" -gt 402 -a "$ffc" -gt 402
 
 # --- single copies without the senders' help, and with many small chunks ---------------------
 PAIR_ENV=("${ALWAYS_ONE_COPY[@]}" OMX_SHARED_COOP_CHUNK=0)

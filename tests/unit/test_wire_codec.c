@@ -700,6 +700,65 @@ static void check_eager(const struct omx_wire_params *wp, const struct omx_pkt *
 	CHECK_EQ(omx_wire_eager_template(&q, tmpl), 0);
 }
 
+/* omx_wire_decode_medium_whole: a MEDIUM frame holding a whole message decodes as the generic
+ * decoder has it; fragments of larger messages, other types and short frames are refused. */
+static void whole_medium_one(const struct omx_wire_params *wp, const char *what)
+{
+	static uint8_t payload[9000], buf[9100];
+	struct omx_pkt p, d, f;
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7 + 1);
+	head(&p, MAC_B, MAC_A, 7, OMX_PT_MEDIUM);
+	msg_fields(&p);
+	p.payload = payload;
+	const uint32_t F = wp->medium_frag_max;
+	const struct {
+		uint32_t length, frag_length;
+		uint8_t seq;
+		int whole;
+	} cases[] = { { 300, 300, 0, 1 }, { F, F, 0, 1 }, { F + 10, F, 0, 0 }, { F + 10, 10, 1, 0 } };
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		p.u.msg.length = cases[c].length;
+		p.u.msg.frag_length = (uint16_t)cases[c].frag_length;
+		p.u.msg.frag_seqnum = cases[c].seq;
+		p.payload_len = cases[c].frag_length;
+		size_t n = omx_wire_encode(wp, &p, buf, sizeof(buf));
+		CHECK(n > 0);
+		memset(&d, 0, sizeof(d));
+		memset(&f, 0, sizeof(f));
+		CHECK_EQ(omx_wire_decode(wp, buf, n, &d), OMX_WIRE_OK);
+		int got = omx_wire_decode_medium_whole(wp, buf, n, &f);
+		if (got != cases[c].whole) {
+			CHECK(!"whole-medium decoder took the wrong frames");
+			fprintf(stderr, "  %s: length %u fragment %u of %u bytes\n", what, cases[c].length, cases[c].seq,
+				cases[c].frag_length);
+		}
+		if (got) {
+			CHECK(memcmp(&f, &d, sizeof(f)) == 0);
+			CHECK(f.payload == buf + OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN && f.payload_len == cases[c].frag_length);
+			/* one byte short of its payload: refused */
+			CHECK_EQ(n, OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN + cases[c].frag_length);
+			CHECK_EQ(omx_wire_decode_medium_whole(wp, buf, n - 1, &f), 0);
+		}
+	}
+	/* other types, and a frame shorter than a MEDIUM header */
+	head(&p, MAC_B, MAC_A, 7, OMX_PT_SMALL);
+	msg_fields(&p);
+	p.payload = payload;
+	p.u.msg.length = 100;
+	p.payload_len = 100;
+	size_t n = omx_wire_encode(wp, &p, buf, sizeof(buf));
+	CHECK(n > 0 && omx_wire_decode_medium_whole(wp, buf, n, &f) == 0);
+	CHECK_EQ(omx_wire_decode_medium_whole(wp, buf, OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN - 1, &f), 0);
+	CHECK_EQ(omx_wire_decode_medium_whole(wp, NULL, 100, &f), 0);
+}
+
+static void test_decode_medium_whole(void)
+{
+	whole_medium_one(&P_EXT, "extended");
+	whole_medium_one(&P_COMPAT, "compat");
+}
+
 /* Random valid packets of every type: encode -> bytes/padding -> decode -> same packet. */
 static void roundtrip_one(const struct omx_wire_params *wp, struct omx_test_rng *r, uint8_t ptype)
 {
@@ -996,6 +1055,7 @@ int main(void)
 	test_params_local();
 	test_params_jumbo_mix();
 	test_roundtrip();
+	test_decode_medium_whole();
 	test_encode_refusals();
 	test_encode_refusals_medium();
 	test_encode_refusals_other();

@@ -674,7 +674,7 @@ void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len)
  * handled either way, 1); anything else goes the general way, nothing changed yet (0). With the
  * eager-only decoder, ~150 of the ~650 instructions a same-host hop spent on its frame
  * (bench/self_pingpong). Whole mediums took the general way until stop 44: a same-host 256 B
- * message cost ~1300 instructions more than a 128 B one, 0.70 against 0.43 us a message in
+ * message cost ~1180 instructions more than a 128 B one, 0.70 against 0.43 us a message in
  * bench/self_pingpong (docs/performance.md).
  */
 static int recv_eager_in_order(struct omx_endpoint *ep, const struct omx_pkt *pkt)
@@ -699,7 +699,7 @@ static int recv_eager_in_order(struct omx_endpoint *ep, const struct omx_pkt *pk
 static void recv_frame(struct omx_endpoint *ep, const struct omx_wire_params *wp, const uint8_t *frame, size_t len)
 {
 	struct omx_pkt pkt;
-	if (omx_wire_decode_eager(frame, len, &pkt) || omx_wire_decode_medium_whole(wp, frame, len, &pkt)) {
+	if (omx_wire_decode_eager(frame, len, &pkt)) {
 		if (!recv_eager_in_order(ep, &pkt))
 			recv_msg(ep, &pkt, frame, len);
 		return;
@@ -712,9 +712,14 @@ static void recv_frame(struct omx_endpoint *ep, const struct omx_wire_params *wp
 		return;
 	}
 	switch (pkt.ptype) {
+	case OMX_PT_MEDIUM:
+		/* A whole message in order takes the eager steps; decoded once (a network medium's
+		 * other fragments are not worth a second, whole-only decode first). */
+		if (!omx_wire_medium_whole(&pkt) || !recv_eager_in_order(ep, &pkt))
+			recv_msg(ep, &pkt, frame, len);
+		break;
 	case OMX_PT_TINY:
 	case OMX_PT_SMALL:
-	case OMX_PT_MEDIUM:
 	case OMX_PT_RNDV:
 	case OMX_PT_NOTIFY:
 		recv_msg(ep, &pkt, frame, len);

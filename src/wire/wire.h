@@ -278,9 +278,14 @@ enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_
  * *out then meaningless (decode it with omx_wire_decode). The fuzzer holds the two together.
  */
 int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out);
-/* The same for a MEDIUM frame that holds a whole message (fragment 0, as long as the message):
+/* The same for a MEDIUM frame that holds a whole message (omx_wire_medium_whole):
  * 1 if omx_wire_decode accepts it and it is one, decoded as it decodes it; 0 for anything else. */
 int omx_wire_decode_medium_whole(const struct omx_wire_params *wp, const uint8_t *frame, size_t len, struct omx_pkt *out);
+/* A decoded MEDIUM that is a whole message in one frame: fragment 0, as long as the message. */
+static inline int omx_wire_medium_whole(const struct omx_pkt *pkt)
+{
+	return pkt->ptype == OMX_PT_MEDIUM && pkt->u.msg.frag_seqnum == 0 && pkt->u.msg.frag_length == pkt->u.msg.length;
+}
 
 /*
  * Encode a whole frame into buf: Ethernet header, peer index, body header, payload, then zero

@@ -285,13 +285,10 @@ static enum omx_wire_err dec_raw(const uint8_t *b, size_t blen, struct omx_pkt *
 	return OMX_WIRE_OK;
 }
 
-int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
+/* The head of a message frame and an empty u.msg, as omx_wire_decode leaves them for its body's
+ * decoder (the decoders of one type below). */
+static void dec_msg_head(const uint8_t *frame, uint8_t ptype, struct omx_pkt *out)
 {
-	if (!frame || len < OMX_HEAD_LEN + OMX_BODY_MSG_LEN || omx_get16(frame + OMX_OFF_ETHERTYPE) != OMX_ETHERTYPE)
-		return 0;
-	uint8_t ptype = frame[OMX_OFF_PTYPE];
-	if (ptype != OMX_PT_TINY && ptype != OMX_PT_SMALL)
-		return 0;
 	memcpy(out->dst_mac, frame, 6);
 	memcpy(out->src_mac, frame + 6, 6);
 	out->peer_index = omx_get16(frame + OMX_OFF_PEER_INDEX);
@@ -299,6 +296,16 @@ int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
 	memset(&out->u.msg, 0, sizeof(out->u.msg));
 	out->payload = NULL;
 	out->payload_len = 0;
+}
+
+int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
+{
+	if (!frame || len < OMX_HEAD_LEN + OMX_BODY_MSG_LEN || omx_get16(frame + OMX_OFF_ETHERTYPE) != OMX_ETHERTYPE)
+		return 0;
+	uint8_t ptype = frame[OMX_OFF_PTYPE];
+	if (ptype != OMX_PT_TINY && ptype != OMX_PT_SMALL)
+		return 0;
+	dec_msg_head(frame, ptype, out);
 	return dec_tiny_small(frame + OMX_HEAD_LEN, len - OMX_HEAD_LEN, ptype == OMX_PT_TINY ? OMX_TINY_MAX : OMX_SMALL_MAX,
 			      out) == OMX_WIRE_OK;
 }
@@ -308,15 +315,8 @@ int omx_wire_decode_medium_whole(const struct omx_wire_params *wp, const uint8_t
 	if (!frame || len < OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN || omx_get16(frame + OMX_OFF_ETHERTYPE) != OMX_ETHERTYPE ||
 	    frame[OMX_OFF_PTYPE] != OMX_PT_MEDIUM)
 		return 0;
-	memcpy(out->dst_mac, frame, 6);
-	memcpy(out->src_mac, frame + 6, 6);
-	out->peer_index = omx_get16(frame + OMX_OFF_PEER_INDEX);
-	out->ptype = OMX_PT_MEDIUM;
-	memset(&out->u.msg, 0, sizeof(out->u.msg));
-	out->payload = NULL;
-	out->payload_len = 0;
-	return dec_medium(wp, frame + OMX_HEAD_LEN, len - OMX_HEAD_LEN, out) == OMX_WIRE_OK && out->u.msg.frag_seqnum == 0 &&
-	       out->u.msg.frag_length == out->u.msg.length;
+	dec_msg_head(frame, OMX_PT_MEDIUM, out);
+	return dec_medium(wp, frame + OMX_HEAD_LEN, len - OMX_HEAD_LEN, out) == OMX_WIRE_OK && omx_wire_medium_whole(out);
 }
 
 enum omx_wire_err omx_wire_decode(const struct omx_wire_params *wp, const uint8_t *frame, size_t len,

@@ -86,36 +86,36 @@ static void check_reencode(const struct omx_wire_params *wp, struct omx_pkt *d)
 	FUZZ_CHECK(hn > 0 && hn <= n && memcmp(hdr, out, hn) == 0);
 }
 
+/* A one-type decoder's packet (ok: it took the frame) against the full decoder's: it takes exactly
+ * the frames `want` says, and reads them the same (the rest of its zeroed packet untouched). */
+static void check_like_full(int ok, int want, const struct omx_pkt *d, const struct omx_pkt *f, const char *what)
+{
+	FUZZ_CHECK(ok == want);
+	if (!ok)
+		return;
+	const char *diff = omx_test_pkt_diff(d, f);
+	if (diff)
+		fprintf(stderr, "%s decode differs in %s\n", what, diff);
+	FUZZ_CHECK(diff == NULL);
+	FUZZ_CHECK(f->payload == d->payload && memcmp(f, d, sizeof(*f)) == 0);
+}
+
 static void fuzz_one(const struct omx_wire_params *wp, const uint8_t *data, size_t size)
 {
 	struct omx_pkt d, f;
 	enum omx_wire_err e = omx_wire_decode(wp, data, size, &d);
 	int ep = omx_wire_frame_endpoint(data, size);
 
-	/* The eager-only decoder takes exactly the TINY and SMALL frames the full one accepts, and
-	 * reads them the same (the rest of its zeroed packet untouched). */
+	/* The eager-only decoder takes exactly the TINY and SMALL frames the full one accepts, the
+	 * whole-medium one the MEDIUM frames holding one message. */
 	memset(&f, 0, sizeof(f));
-	int fast = omx_wire_decode_eager(data, size, &f);
-	FUZZ_CHECK(fast == (e == OMX_WIRE_OK && (d.ptype == OMX_PT_TINY || d.ptype == OMX_PT_SMALL)));
-	if (fast) {
-		const char *diff = omx_test_pkt_diff(&d, &f);
-		if (diff)
-			fprintf(stderr, "eager decode differs in %s\n", diff);
-		FUZZ_CHECK(diff == NULL);
-		FUZZ_CHECK(f.payload == d.payload && memcmp(&f, &d, sizeof(f)) == 0);
-	}
-	/* So does the decoder of whole mediums, for the MEDIUM frames holding one message. */
+	check_like_full(omx_wire_decode_eager(data, size, &f),
+			e == OMX_WIRE_OK && (d.ptype == OMX_PT_TINY || d.ptype == OMX_PT_SMALL), &d, &f, "eager");
 	memset(&f, 0, sizeof(f));
-	int whole = omx_wire_decode_medium_whole(wp, data, size, &f);
-	FUZZ_CHECK(whole == (e == OMX_WIRE_OK && d.ptype == OMX_PT_MEDIUM && d.u.msg.frag_seqnum == 0 &&
-			     d.u.msg.frag_length == d.u.msg.length));
-	if (whole) {
-		const char *diff = omx_test_pkt_diff(&d, &f);
-		if (diff)
-			fprintf(stderr, "whole-medium decode differs in %s\n", diff);
-		FUZZ_CHECK(diff == NULL);
-		FUZZ_CHECK(f.payload == d.payload && memcmp(&f, &d, sizeof(f)) == 0);
-	}
+	check_like_full(omx_wire_decode_medium_whole(wp, data, size, &f),
+			e == OMX_WIRE_OK && d.ptype == OMX_PT_MEDIUM && d.u.msg.frag_seqnum == 0 &&
+				d.u.msg.frag_length == d.u.msg.length,
+			&d, &f, "whole-medium");
 
 	FUZZ_CHECK(e < OMX_WIRE_ERR_COUNT);
 	FUZZ_CHECK(omx_wire_strerror(e) != NULL);

@@ -67,9 +67,9 @@ static void policy_resolve_once(void)
 		c->shared_single_copy_min = min;
 	char from[96];
 	omx__shared_single_copy_text(from, sizeof(from));
-	omx__verbose("same-host policy: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB%s: rendezvous "
-		     "above %u B, %s\n",
-		     calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib,
+	omx__verbose("same-host policy: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB, two copies "
+		     "between CPUs %.1f ns/KiB%s: rendezvous above %u B, %s\n",
+		     calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib, calib.cross_ns_per_kib,
 		     calib_err ? " (not measured)" : "", c->shared_rndv_threshold, from);
 }
 
@@ -312,7 +312,7 @@ static int probe_single_copy(void)
  * the middle of an application). */
 int omx__shared_mode_string(char *buf, size_t len)
 {
-	char cfg[512];
+	char cfg[640];
 	const char *hw = omx_copy_hw_engine();
 	if (!omx__cfg.loaded)
 		omx__config_load_open();
@@ -323,10 +323,12 @@ int omx__shared_mode_string(char *buf, size_t len)
 	int denied = __atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
 	if (!denied && omx__cfg.shared_single_copy)
 		denied = probe_single_copy();
-	char measured[160] = "";
+	char measured[200] = "";
 	if (!calib_err)
-		snprintf(measured, sizeof(measured), " (measured here: process_vm_readv %.0f ns + %.0f ns/KiB, memcpy %.0f ns/KiB)",
-			 calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib);
+		snprintf(measured, sizeof(measured),
+			 " (measured here: process_vm_readv %.0f ns + %.0f ns/KiB, memcpy %.0f ns/KiB, two copies between CPUs "
+			 "%.0f ns/KiB)",
+			 calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib, calib.cross_ns_per_kib);
 	char coop[64] = ", senders do not help (OMX_SHARED_COOP_CHUNK=0)";
 	if (omx__cfg.shared_coop_chunk)
 		snprintf(coop, sizeof(coop), ", senders help in chunks of up to %u KiB", omx__cfg.shared_coop_chunk >> 10);

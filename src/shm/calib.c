@@ -11,6 +11,8 @@
  * measures the machine once per process (~0.2 ms, reading its own memory) and chooses.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -55,6 +57,109 @@ static int64_t min_memcpy_ns(void *dst, const void *src, size_t len, int reps)
 	return best;
 }
 
+/*
+ * What two copies cost when the lines move between two CPUs, as a medium's or a pull's do: a
+ * thread on another CPU writes 64 KiB (its message, in its cache), copies it into a buffer the
+ * caller last read (the ring), and the caller copies it out. An in-cache memcpy cannot see this:
+ * on the Zen 1 VM of stop 44 memcpy read 27 or 45 ns/KiB from one process to the next while the
+ * two copies took 95-270 ns/KiB here (three states of the host's vCPU placement) and 150-165
+ * through the ring, 5-6 memcpys. The helper is pinned to another CPU even when the process is
+ * bound to one (an MPI rank: its partner is elsewhere); samples where the two threads shared a
+ * CPU are dropped, and the whole costs at most CROSS_BUDGET_NS (the other CPU may be busy).
+ */
+#define CROSS_REPS 8
+#define CROSS_BUDGET_NS 5000000ull
+
+struct cross {
+	uint8_t *msg, *stage;
+	int cpu;       /* the helper's */
+	unsigned go;   /* the caller's step: odd, write the message; even, copy it to the stage */
+	unsigned done; /* the helper's last step done */
+	int quit, pinned; /* pinned: 1 on cpu, -1 could not be */
+};
+
+static void *cross_helper(void *arg)
+{
+	struct cross *x = arg;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(x->cpu, &set);
+	int pinned = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0 ? 1 : -1;
+	__atomic_store_n(&x->pinned, pinned, __ATOMIC_RELEASE);
+	for (unsigned step = 1; pinned > 0; step++) {
+		while (__atomic_load_n(&x->go, __ATOMIC_ACQUIRE) != step)
+			if (__atomic_load_n(&x->quit, __ATOMIC_ACQUIRE))
+				return NULL;
+		if (step & 1)
+			memset(x->msg, (int)step, BIG_READ);
+		else
+			memcpy(x->stage, x->msg, BIG_READ);
+		__atomic_store_n(&x->done, step, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Wait for the helper's step; 0 once the budget is spent. */
+static int cross_wait(struct cross *x, unsigned step, uint64_t deadline)
+{
+	while (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE) != step)
+		if (omx_shm_now_ns() > deadline)
+			return 0;
+	return 1;
+}
+
+/* Another CPU than ours that we may run on: from our mask first, then any online. -1: none. */
+static int other_cpu(int me)
+{
+	cpu_set_t mask;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			if (i != me && CPU_ISSET(i, &mask))
+				return i;
+	return n > 1 ? (me + 1) % (int)n : -1;
+}
+
+static double cross_two_copies_ns_per_kib(uint8_t *dst)
+{
+	int me = sched_getcpu();
+	struct cross x = { .cpu = me >= 0 ? other_cpu(me) : -1 };
+	if (x.cpu < 0)
+		return 0.0;
+	x.msg = aligned_alloc(4096, 2 * BIG_READ);
+	if (!x.msg)
+		return 0.0;
+	x.stage = x.msg + BIG_READ;
+	memset(x.stage, 0, BIG_READ);
+	pthread_t t;
+	if (pthread_create(&t, NULL, cross_helper, &x) != 0) {
+		free(x.msg);
+		return 0.0;
+	}
+	uint64_t deadline = omx_shm_now_ns() + CROSS_BUDGET_NS;
+	int64_t best = -1;
+	while (!__atomic_load_n(&x.pinned, __ATOMIC_ACQUIRE) && omx_shm_now_ns() < deadline)
+		;
+	for (unsigned i = 0; i < CROSS_REPS && __atomic_load_n(&x.pinned, __ATOMIC_ACQUIRE) > 0; i++) {
+		__atomic_store_n(&x.go, 2 * i + 1, __ATOMIC_RELEASE);
+		if (!cross_wait(&x, 2 * i + 1, deadline))
+			break;
+		uint64_t t0 = omx_shm_now_ns();
+		__atomic_store_n(&x.go, 2 * i + 2, __ATOMIC_RELEASE);
+		if (!cross_wait(&x, 2 * i + 2, deadline))
+			break;
+		memcpy(dst, x.stage, BIG_READ);
+		__asm__ volatile("" : : "r"(dst) : "memory");
+		uint64_t t1 = omx_shm_now_ns();
+		if (sched_getcpu() != x.cpu && (best < 0 || (int64_t)(t1 - t0) < best))
+			best = (int64_t)(t1 - t0);
+	}
+	__atomic_store_n(&x.quit, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	free(x.msg);
+	return best > 0 ? (double)best / (BIG_READ / 1024.0) : 0.0;
+}
+
 int omx_copy_calibrate(struct omx_copy_calib *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -82,19 +187,25 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
 	c->cma_fixed_ns = (double)small;
 	c->cma_ns_per_kib = big > small ? (double)(big - small) / (BIG_READ / 1024.0) : 0.0;
 	c->memcpy_ns_per_kib = (double)(mem > 0 ? mem : 1) / (BIG_READ / 1024.0);
+	uint8_t *dst2 = aligned_alloc(4096, BIG_READ);
+	if (dst2) {
+		memset(dst2, 0, BIG_READ);
+		c->cross_ns_per_kib = cross_two_copies_ns_per_kib(dst2);
+		free(dst2);
+	}
 	c->ok = 1;
 	return 0;
 }
 
 /*
  * A rendezvous moved by pulls through the ring costs one more exchange than a single copy (the
- * PULL and its first reply: PULL_EXTRA_NS, two hops of the stack) and two copies, the second
+ * PULL and its first reply: EXCHANGE_NS, two hops of the stack) and two copies, the second
  * reading lines the other core has just written: TWO_COPY_FACTOR in-cache memcpys. Measured
  * pulls: 2.1-2.2 memcpys on the AMD VM (256 KiB in 17.5 us, 1 MiB in 64 us, memcpy 18-29 ns/KiB),
  * ~3.7 on the Intel one (256 KiB in 19 us), whose single copy took at most ~38 ns/KiB (the AMD
  * one 73-105).
  * 2.5 keeps both machines ~30% away from the boundary. The single copy wins at L bytes when
- * cma_fixed + L * cma_per_byte <= PULL_EXTRA + 2.5 * L * memcpy_per_byte. Until stop 29 the
+ * cma_fixed + L * cma_per_byte <= EXCHANGE + 2.5 * L * memcpy_per_byte. Until stop 29 the
  * single copy was imposed from 1 MiB (4 without senders' help) whatever the model said: past a
  * few MiB the in-cache memcpy figure no longer predicts a pull, and the single copy then won on
  * the AMD VM. Since same-host pulls carry 32 KiB replies (stop 28) they win there at every size
@@ -103,7 +214,7 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
  * against 214 pulled). So the model's answer is only a first guess now: which of the two a
  * rendezvous takes is chosen per partner from the times both took (omx_copy_choice_single).
  */
-#define PULL_EXTRA_NS 1000.0
+#define EXCHANGE_NS 1000.0
 #define TWO_COPY_FACTOR 2.5
 #define MODEL_MAX (64u << 20) /* the largest size the model is asked about */
 #define RNDV_FLOOR 4096u
@@ -115,10 +226,34 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
  * unexpected medium is held in a copy (bounded by OMX_UNEXP_MAX_KB). */
 #define EAGER_CAP (128u * 1024u)
 
+/* The two copies' price per KiB: TWO_COPY_FACTOR in-cache memcpys, or what they took between
+ * two CPUs if that was more (stop 45: on the Zen 1 VM the memcpy figure alone chose pulls in
+ * three processes out of four, and they took 1.6-1.8x the single copy's time). */
+static double two_copies_ns_per_kib(const struct omx_copy_calib *c)
+{
+	double model = TWO_COPY_FACTOR * c->memcpy_ns_per_kib;
+	return c->cross_ns_per_kib > model ? c->cross_ns_per_kib : model;
+}
+
 static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
 {
 	double kib = len / 1024.0;
-	return c->cma_fixed_ns + kib * c->cma_ns_per_kib <= PULL_EXTRA_NS + TWO_COPY_FACTOR * kib * c->memcpy_ns_per_kib;
+	return c->cma_fixed_ns + kib * c->cma_ns_per_kib <= EXCHANGE_NS + kib * two_copies_ns_per_kib(c);
+}
+
+/* An eager message makes the same two copies as a pull, with one exchange less than a single
+ * copy (the rendezvous' RNDV and NOTIFY), but in frames of 8 KiB (the same-host medium's
+ * fragment) each handled on its own: FRAG_NS, about a small message's hop on the Zen 1 VM
+ * (0.25-0.3 us). Stop 45 there, single copy against eager: 8 KiB 3.0 against 1.3 us near, 3.5
+ * against 3.3 far apart; 16 KiB 3.9 against 2.2 near, 4.4 against 5.6 far; 32 KiB 5.4 against
+ * 6.5 near, 5.8 against 9.4 far. */
+#define FRAG_NS 250.0
+#define FRAG_BYTES 8192u
+
+static int single_copy_beats_eager(const struct omx_copy_calib *c, uint32_t len)
+{
+	double kib = len / 1024.0, frags = (len + FRAG_BYTES - 1) / FRAG_BYTES;
+	return c->cma_fixed_ns + EXCHANGE_NS + kib * c->cma_ns_per_kib <= frags * FRAG_NS + kib * two_copies_ns_per_kib(c);
 }
 
 /*
@@ -148,8 +283,12 @@ void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, u
 		from = len;
 	*single_copy_min = from <= RNDV_FLOOR ? 0 : from;
 	/* Below the single copy's range eager messages beat pulls (one exchange, the same two
-	 * copies), up to the size where a pull's larger frames and pipelining take over. */
-	*rndv_threshold = from <= RNDV_FLOOR ? RNDV_FLOOR : from < EAGER_CAP ? from : EAGER_CAP;
+	 * copies), up to the size where a pull's larger frames and pipelining take over; in its
+	 * range, up to where their two copies cost more than the rendezvous' exchange. */
+	uint32_t rndv = from <= RNDV_FLOOR ? RNDV_FLOOR : from < EAGER_CAP ? from : EAGER_CAP;
+	while (rndv < EAGER_CAP && !single_copy_beats_eager(c, rndv))
+		rndv *= 2;
+	*rndv_threshold = rndv;
 }
 
 /*

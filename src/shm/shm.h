@@ -126,8 +126,11 @@ struct omx_copy_calib {
 	double cma_fixed_ns;      /* a 64 B process_vm_readv of our own memory */
 	double cma_ns_per_kib;    /* its price per KiB past that (64 KiB reads) */
 	double memcpy_ns_per_kib; /* memcpy's, in cache */
+	/* Two copies of 64 KiB handed from another CPU to ours (one by each, through a buffer as
+	 * the ring's), per KiB; 0 where no second CPU could be used. */
+	double cross_ns_per_kib;
 };
-/* Measure (~0.2 ms; fastest of several samples). 0, or -errno if process_vm_readv failed. */
+/* Measure (~0.5 ms; fastest of several samples). 0, or -errno if process_vm_readv failed. */
 int omx_copy_calibrate(struct omx_copy_calib *c);
 /* From a calibration: same-host messages above *rndv_threshold use the rendezvous, and of those,
  * messages of at least *single_copy_min bytes are best read with process_vm_readv by the model

@@ -43,7 +43,7 @@
 # time (a cache line between them then costs 4-5x more on the VMs measured). Before and after each
 # run, a probe (local_pingpong shm: a flag's half round trip between CPU 0 and 1, ~10 ms) says
 # which; runs whose probe exceeds 3x the lowest of the invocation are left out of the medians
-# when a point has other runs (the line says how many, or "ALL far apart" when no run was
+# when a point has other runs (the line says how many, and a "/far" line gives theirs; or "ALL far apart" when no run was
 # near), and each run's probe is on stderr.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -101,6 +101,11 @@ for l in sorted(rows):
     note = (", %d far apart left out" % far if near_rows else ", ALL far apart") if far else ""
     print("%-18s %9d  %9.3f us  %9.1f MB/s  (%d runs%s, %.3f-%.3f us)" % (sys.argv[1], l, statistics.median(lat),
           statistics.median(bw), len(keep), note, min(lat), max(lat)))
+    far_rows = [r for r in rows[l] if r[2]]
+    if near_rows and far_rows:
+        lat = [r[0] for r in far_rows]; bw = [r[1] for r in far_rows]
+        print("%-18s %9d  %9.3f us  %9.1f MB/s  (%d far apart runs, %.3f-%.3f us)" % (sys.argv[1] + "/far", l,
+              statistics.median(lat), statistics.median(bw), len(far_rows), min(lat), max(lat)))
 '
 LP=$BUILD/bench/local_pingpong
 RP=$BUILD/bench/ring_pingpong

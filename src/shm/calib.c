@@ -251,18 +251,20 @@ static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
 }
 
 /* An eager message makes the same two copies as a pull, with one exchange less than a single
- * copy (the rendezvous' RNDV and NOTIFY), but in frames of 8 KiB (the same-host medium's
- * fragment) each handled on its own: FRAG_NS, about a small message's hop on the Zen 1 VM
- * (0.25-0.3 us). Stop 45 there, single copy against eager: 8 KiB 3.0 against 1.3 us near, 3.5
- * against 3.3 far apart; 16 KiB 3.9 against 2.2 near, 4.4 against 5.6 far; 32 KiB 5.4 against
- * 6.5 near, 5.8 against 9.4 far. */
-#define FRAG_NS 250.0
-#define FRAG_BYTES 8192u
+ * copy (the rendezvous' RNDV and NOTIFY), plus what the ring adds to them (slot claims and
+ * publication, the frame's handling): RING_NS_PER_KIB, the low end of what it added on the Zen 1
+ * VM (stop 45). There an eager medium's time grew by 114-190 ns per KiB with the vCPUs near,
+ * where the two copies between CPUs measured 95-125 ns/KiB; far apart by 177-286 against
+ * 206-289, nothing added. Single copy against eager there: 8 KiB 3.0 against
+ * 1.3 us near, 3.5 against 3.3 far apart; 16 KiB 3.9 against 2.2 near, 4.4 against 5.6 far;
+ * 32 KiB 5.4 against 6.5 near, 5.8 against 9.4 far. */
+#define RING_NS_PER_KIB 30.0
 
 static int single_copy_beats_eager(const struct omx_copy_calib *c, uint32_t len)
 {
-	double kib = len / 1024.0, frags = (len + FRAG_BYTES - 1) / FRAG_BYTES;
-	return c->cma_fixed_ns + EXCHANGE_NS + kib * c->cma_ns_per_kib <= frags * FRAG_NS + kib * two_copies_ns_per_kib(c);
+	double kib = len / 1024.0;
+	return c->cma_fixed_ns + EXCHANGE_NS + kib * c->cma_ns_per_kib <=
+	       kib * (two_copies_ns_per_kib(c) + RING_NS_PER_KIB);
 }
 
 /*

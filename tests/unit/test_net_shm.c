@@ -679,9 +679,9 @@ static void copy_policy(void)
 	CHECK(rndv == 64 * 1024 && min == 64 * 1024); /* eager up to where the single copy starts */
 	/* The two copies between CPUs measured dearer than the memcpy model says: they decide. The
 	 * Zen 1 VM (stop 45) in its two memcpy states; in the first the model alone pulled. Eager
-	 * up to where 8 KiB frames of two copies cost more than the rendezvous' exchange and the
-	 * kernel's entry: 16 KiB (790 + 1000 + 16 x 88 = 3198 ns against 2 x 250 + 16 x 180 = 3380
-	 * at 16 KiB, 2494 against 1690 at 8 KiB), then single copies at every size. */
+	 * up to where two copies through the ring cost more than the rendezvous' exchange and the
+	 * kernel's entry: 16 KiB (790 + 1000 + 16 x 88 = 3198 ns against 16 x (180 + 30) = 3360 at
+	 * 16 KiB, 2494 against 1680 at 8 KiB), then single copies at every size. */
 	struct omx_copy_calib zen1 = { 1, 790.0, 88.0, 27.0, 180.0 };
 	omx_copy_policy(&zen1, &rndv, &min);
 	CHECK(rndv == 16 * 1024 && min == 0);

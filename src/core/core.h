@@ -614,6 +614,10 @@ void omx__fill_msg_fixed(struct omx_pkt *pkt, const struct omx_endpoint *ep, con
 /* A same-host TINY/SMALL to p (transmit.c): omx__send_eager_local's frame, from p's template. */
 void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
 			     const void *payload, uint32_t len, int counter);
+/* A same-host MEDIUM holding a whole message of len bytes to p, from the same template, the
+ * payload gathered from the caller's buffer. -1 (nothing sent) if len does not fit one fragment. */
+int omx__send_medium_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint64_t match,
+			     const void *payload, uint32_t len);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* send.c: the largest eager message to remote peers over an interface of these wire parameters:
  * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over fragments of 8 KiB
@@ -703,6 +707,7 @@ void omx__send_acks(struct omx_endpoint *ep, uint64_t now);
 void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now);
 uint16_t omx__piggyack(struct omx_partner *p);
 void omx__release_throttled(struct omx_partner *p);
+void omx__self_send(struct omx_endpoint *ep, union omx_request *r); /* send_self.c: a send to ourselves */
 void omx__self_deferred_drain(struct omx_endpoint *ep); /* progress: self sends held back */
 void omx__send_sequenced(union omx_request *r); /* (re)transmit a sequenced request */
 void omx__send_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *bad, uint8_t nack_type);

@@ -246,8 +246,8 @@ static omx_return_t open_transport(struct omx_endpoint *ep)
 	}
 	if (!hub) {
 		int lerr = 0;
-		/* Ring slots (and socket frames) for the frames of this host (wire_local: 8 KiB medium
-		 * fragments whatever the interface MTU). */
+		/* Ring slots (and socket frames) for the frames of this host (wire_local: 32 KiB medium
+		 * fragments whatever the interface MTU in the extended mode). */
 		uint32_t lmtu = ep->board->iface.mtu > ep->wp_local.mtu ? ep->board->iface.mtu : ep->wp_local.mtu;
 		struct omx_net_local_opts lo = { !omx__cfg.shared_disabled,
 						  (uint32_t)omx__shared_ring_bytes(omx__cfg.shared_ring_kb, lmtu),

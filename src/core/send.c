@@ -186,7 +186,7 @@ static int same_host(struct omx_partner *p)
  * ring has slots lets a stalled receiver hold everything sent to it, and the rest waits here
  * (throttled, not lost) until its acks come back.
  */
-static uint16_t send_window(struct omx_partner *p)
+static inline __attribute__((always_inline)) uint16_t send_window(struct omx_partner *p)
 {
 	return same_host(p) && p->ep->local_window ? p->ep->local_window : OMX_THROTTLE_WINDOW;
 }
@@ -472,85 +472,6 @@ void omx__send_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *bad, uint
 	omx__send_frame(ep, &pkt, OMX_C_SEND_NACK_LIB);
 }
 
-/* ---- self ---- */
-
-static void self_deliver(struct omx_endpoint *ep, union omx_request *r)
-{
-	union omx_request *recv;
-	uint32_t len = r->s.total_len;
-	if (!omx__match_posted(ep, r->s.status.match_info, &recv)) {
-		const void *data = r->s.nseg == 1 ? r->s.segs[0].ptr : NULL;
-		if (omx__run_unexp_handler(ep, ep->self, r->s.status.match_info, len, data)) {
-			omx__req_complete(r, OMX_SUCCESS);
-			return;
-		}
-		if (!omx__match_posted(ep, r->s.status.match_info, &recv)) {
-			/* Stored as unexpected; the send completes when a receive matches it. */
-			union omx_request *u = omx__req_alloc(ep, OMX_REQ_RECV);
-			uint8_t *buf = len ? malloc(len) : NULL;
-			if (!u || (len && !buf)) {
-				free(buf);
-				if (u)
-					omx__req_free(u);
-				omx__req_complete(r, OMX_NO_RESOURCES);
-				return;
-			}
-			omx__copy_from_segs(r->s.segs, r->s.nseg, 0, buf, len);
-			u->s.u.recv.unexp_buf = buf;
-			u->s.partner = ep->self;
-			omx__partner_to_addr(ep->self, &u->s.status.addr);
-			u->s.status.match_info = r->s.status.match_info;
-			u->s.status.msg_length = len;
-			u->s.u.recv.received = len;
-			u->s.u.recv.self_send = r;
-			u->s.state |= OMX_RS_UNEXPECTED;
-			r->s.state |= OMX_RS_SELF_WAITING;
-			omx_list_add_tail(&ep->unexp, &u->s.done_elt);
-			return;
-		}
-	}
-	uint32_t xfer = len < recv->s.total_len ? len : recv->s.total_len;
-	uint8_t tmp[4096];
-	for (uint32_t off = 0; off < xfer; off += sizeof(tmp)) {
-		uint32_t n = xfer - off < sizeof(tmp) ? xfer - off : (uint32_t)sizeof(tmp);
-		omx__copy_from_segs(r->s.segs, r->s.nseg, off, tmp, n);
-		omx__copy_to_segs(recv->s.segs, recv->s.nseg, off, tmp, n);
-	}
-	omx__partner_to_addr(ep->self, &recv->s.status.addr);
-	recv->s.status.match_info = r->s.status.match_info;
-	recv->s.status.msg_length = len;
-	recv->s.status.xfer_length = xfer;
-	r->s.status.xfer_length = xfer;
-	omx__req_complete(recv, xfer < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
-	omx__req_complete(r, xfer < len ? OMX_MESSAGE_TRUNCATED : OMX_SUCCESS);
-}
-
-/* The unexpected handler runs without the endpoint lock, and shows messages one at a time: a
- * handler that posts the receive of the message it is shown (the libfabric provider does) relies
- * on no other message being matched before that one. A self send posted while a handler runs (by
- * another thread, or by the handler itself) would run the handler a second time, concurrently,
- * and its end would let progress (other messages) in while the first still ran: such sends wait
- * for the next progress pass, and so do the self sends behind them (their order). */
-static void self_send(struct omx_endpoint *ep, union omx_request *r)
-{
-	if (ep->in_handler || !omx_list_empty(&ep->self_deferred)) {
-		r->s.state |= OMX_RS_SELF_WAITING;
-		omx_list_add_tail(&ep->self_deferred, &r->s.queue_elt);
-		return;
-	}
-	self_deliver(ep, r);
-}
-
-void omx__self_deferred_drain(struct omx_endpoint *ep)
-{
-	union omx_request *r;
-	while (!ep->in_handler && (r = (union omx_request *)omx_list_first(&ep->self_deferred, omx_req_t, queue_elt))) {
-		omx_list_del(&r->s.queue_elt);
-		r->s.state &= ~OMX_RS_SELF_WAITING;
-		self_deliver(ep, r);
-	}
-}
-
 /* ---- posting ---- */
 
 /*
@@ -701,6 +622,79 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	return OMX_SUCCESS;
 }
 
+/*
+ * Same-host mediums holding a whole message (129 B up to a same-host fragment, 32 KiB in the
+ * extended mode, and up to the rendezvous threshold) leave the same way: the general path spent
+ * ~650 instructions a message more than a small send (classification, try_send_now, the
+ * fragment loop's packets, the generic header encoder, the ring's look-up by MAC). The request
+ * takes its bounce buffer first (a send that cannot keep a copy for retransmission fails
+ * before anything left); the frame's header comes from the partner's template and its payload
+ * straight from the caller's buffer (one segment) or from the bounce buffer the segments were
+ * gathered into; the copy follows the transmission, as omx__send_sequenced does.
+ */
+/* The message's length if it leaves by post_send_medium_local, UINT32_MAX otherwise. */
+static uint32_t medium_local_len(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg,
+				 int synchronous)
+{
+	if (synchronous || p->is_self || nseg == 0 || nseg > OMX_REQ_INLINE_SEGS || !segs)
+		return UINT32_MAX;
+	uint64_t len = 0;
+	for (uint32_t i = 0; i < nseg; i++) {
+		if (segs[i].len && !segs[i].ptr)
+			return UINT32_MAX;
+		len += segs[i].len;
+	}
+	const struct omx_wire_params *wp = &ep->wp_local;
+	if (len <= OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold || len > wp->medium_frag_max ||
+	    len > wp->medium_max)
+		return UINT32_MAX;
+	if (p->next_send_seq == OMX_SEQ_UNCONNECTED || !omx_list_empty(&p->throttled) || !same_host(p))
+		return UINT32_MAX;
+	if (p->medium_unacked && p->medium_unacked + len > omx__cfg.unexp_peer_max / 2) /* medium_room */
+		return UINT32_MAX;
+	return omx_seq_diff(p->next_send_seq, p->next_acked_seq) < send_window(p) ? (uint32_t)len : UINT32_MAX;
+}
+
+static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs,
+					   uint32_t nseg, uint32_t len, omx_endpoint_addr_t dest, uint64_t match,
+					   void *context, omx_request_t *request)
+{
+	union omx_request *r = omx__req_alloc(ep, OMX_REQ_SEND_MEDIUM);
+	if (!r) {
+		omx__epunlock(&ep->lock);
+		return omx__error(ep, OMX_NO_RESOURCES, "Allocating send request");
+	}
+	(void)omx__req_set_segs(r, segs, nseg); /* at most OMX_REQ_INLINE_SEGS: cannot fail */
+	fill_send_status(r, p, dest, match, context);
+	r->s.u.send.data = omx__bounce_get(ep, len, &r->s.u.send.data_cap);
+	if (!r->s.u.send.data) {
+		omx__req_free(r);
+		omx__epunlock(&ep->lock);
+		return omx__error(ep, OMX_NO_RESOURCES, "Posting send");
+	}
+	const void *payload = segs[0].ptr;
+	if (nseg > 1) {
+		omx__copy_from_segs(r->s.segs, r->s.nseg, 0, r->s.u.send.data, len);
+		payload = r->s.u.send.data;
+	}
+	if (!request)
+		r->s.state |= OMX_RS_COLLECTED;
+	else
+		*request = r;
+	(void)omx__ep_clock(ep);
+	track_sequenced(r);
+	/* It fits one fragment (medium_local_len); were it refused, the resend timer sends it by
+	 * the general path, from the copy. */
+	(void)omx__send_medium_partner(ep, p, r->s.seqnum, match, payload, len);
+	if (nseg == 1)
+		memcpy(r->s.u.send.data, payload, len);
+	arm_resend(r);
+	complete_early(ep, r);
+	omx__progress_clocked(ep);
+	omx__epunlock(&ep->lock);
+	return OMX_SUCCESS;
+}
+
 omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, omx_endpoint_addr_t dest,
 			    uint64_t match, void *context, omx_request_t *request, int synchronous)
 {
@@ -715,6 +709,9 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 	uint32_t eager_len = eager_local_len(p, segs, nseg, synchronous);
 	if (eager_len != UINT32_MAX)
 		return post_send_eager_local(ep, p, segs, nseg, eager_len, dest, match, context, request);
+	uint32_t medium_len = medium_local_len(ep, p, segs, nseg, synchronous);
+	if (medium_len != UINT32_MAX)
+		return post_send_medium_local(ep, p, segs, nseg, medium_len, dest, match, context, request);
 	union omx_request *r = omx__req_alloc(ep, OMX_REQ_SEND_TINY);
 	if (!r) {
 		omx__epunlock(&ep->lock);
@@ -739,7 +736,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 
 	(void)omx__ep_clock(ep); /* for the resend timer, not a whole tick stale */
 	if (r->s.type == OMX_REQ_SEND_SELF) {
-		self_send(ep, r);
+		omx__self_send(ep, r);
 	} else if (p->next_send_seq == OMX_SEQ_UNCONNECTED) {
 		omx__req_complete(r, OMX_REMOTE_ENDPOINT_UNREACHABLE);
 	} else {

@@ -122,8 +122,9 @@ void omx__send_eager_local(struct omx_endpoint *ep, struct omx_pkt *pkt, int cou
 
 /* ~75 instructions of a same-host message's critical ~1320 went to filling a packet and encoding
  * it field by field, and ~60 to finding the peer's ring from the frame (bench/self_pingpong). */
-void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
-			     const void *payload, uint32_t len, int counter)
+/* The partner's frame template (its fixed header fields), made again when they changed. */
+static inline __attribute__((always_inline)) const uint8_t *partner_template(struct omx_endpoint *ep,
+										   struct omx_partner *p)
 {
 	uint16_t rindex = omx__partner_reverse_index(p);
 	if (!p->eager_tmpl_ok || p->eager_tmpl_session != p->true_session || p->eager_tmpl_index != rindex) {
@@ -135,15 +136,16 @@ void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uin
 		p->eager_tmpl_index = rindex;
 		p->eager_tmpl_session = p->true_session;
 	}
-	size_t n = omx_wire_encode_eager_from(p->eager_tmpl, ptype, seq, omx__piggyack(p), match, payload, len, ep->txbuf,
-					      ep->txbuf_len);
-	if (!n) {
-		omx__verbose("cannot encode packet type %u, dropped\n", ptype);
-		return;
-	}
-	struct iovec iov = { ep->txbuf, n };
-	int r = omx_net_local_send_routed(ep->local, &p->route, p->mac, p->endpoint_index, &iov, 1);
-	/* What sent() reads of the packet: its length, and on a refusal what the NACK is made of. */
+	return p->eager_tmpl;
+}
+
+/* Through the partner's route; then what sent() reads of the packet: its length, and on a
+ * refusal what the NACK is made of. */
+static inline __attribute__((always_inline)) void send_partner_frame(struct omx_endpoint *ep, struct omx_partner *p,
+								    uint8_t ptype, uint16_t seq,
+			       const struct iovec *iov, unsigned iovcnt, uint32_t len, int counter)
+{
+	int r = omx_net_local_send_routed(ep->local, &p->route, p->mac, p->endpoint_index, iov, iovcnt);
 	struct omx_pkt pkt;
 	if (r) {
 		memset(&pkt, 0, sizeof(pkt));
@@ -152,6 +154,31 @@ void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uin
 	}
 	pkt.payload_len = len;
 	sent(ep, &pkt, 1, r, counter);
+}
+
+void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
+			     const void *payload, uint32_t len, int counter)
+{
+	size_t n = omx_wire_encode_eager_from(partner_template(ep, p), ptype, seq, omx__piggyack(p), match, payload, len,
+					      ep->txbuf, ep->txbuf_len);
+	if (!n) {
+		omx__verbose("cannot encode packet type %u, dropped\n", ptype);
+		return;
+	}
+	struct iovec iov = { ep->txbuf, n };
+	send_partner_frame(ep, p, ptype, seq, &iov, 1, len, counter);
+}
+
+int omx__send_medium_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint64_t match,
+			     const void *payload, uint32_t len)
+{
+	size_t n = omx_wire_medium_whole_header_from(&ep->wp_local, partner_template(ep, p), seq, omx__piggyack(p), match,
+						     len, ep->txbuf, ep->txbuf_len);
+	if (!n)
+		return -1;
+	struct iovec iov[2] = { { ep->txbuf, n }, { (void *)payload, len } };
+	send_partner_frame(ep, p, OMX_PT_MEDIUM, seq, iov, 2, len, OMX_C_SEND_MEDIUMSQ_FRAG);
+	return 0;
 }
 
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter)

@@ -346,6 +346,14 @@ size_t omx_wire_encode_eager_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint8_t
 				  uint16_t lib_piggyack, uint64_t match, const void *payload, size_t plen, uint8_t *buf,
 				  size_t cap);
 
+/* From the same template, the header of a MEDIUM frame holding a whole message of plen bytes
+ * (fragment 0, as long as the message; the payload follows, from the caller): byte for byte what
+ * omx_wire_encode_header writes for that packet in this mode. Its length (head + medium body
+ * header), 0 if plen is 0 or too long for one fragment, the frame too long, or cap too small. */
+size_t omx_wire_medium_whole_header_from(const struct omx_wire_params *wp, const uint8_t tmpl[OMX_EAGER_HDR_LEN],
+					 uint16_t lib_seqnum, uint16_t lib_piggyack, uint64_t match, size_t plen,
+					 uint8_t *buf, size_t cap);
+
 /* Header bytes (head + body header, no payload) a packet type takes in this mode; 0 if unknown
  * or invalid. RAW: 16 (its whole body is payload); HOST_REPLY: 32 (the name not included). */
 size_t omx_wire_header_len(const struct omx_wire_params *wp, uint8_t ptype);

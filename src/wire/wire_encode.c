@@ -432,3 +432,33 @@ size_t omx_wire_encode_header(const struct omx_wire_params *wp, const struct omx
 
 	return enc_header(wp, pkt, buf, cap, &plen, 0);
 }
+
+_Static_assert(OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN > OMX_EAGER_HDR_LEN, "the medium header extends the template");
+
+size_t omx_wire_medium_whole_header_from(const struct omx_wire_params *wp, const uint8_t tmpl[OMX_EAGER_HDR_LEN],
+					 uint16_t lib_seqnum, uint16_t lib_piggyack, uint64_t match, size_t plen,
+					 uint8_t *buf, size_t cap)
+{
+	const size_t hlen = OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN;
+	if (!plen || plen > wp->medium_frag_max || plen > wp->medium_max || hlen + plen > wp->mtu || cap < hlen ||
+	    (wp->mode == OMX_WIRE_COMPAT && plen > 0xFFFF))
+		return 0;
+	uint8_t *b = buf + OMX_HEAD_LEN;
+	memcpy(buf, tmpl, OMX_EAGER_HDR_LEN);
+	memset(buf + OMX_EAGER_HDR_LEN, 0, hlen - OMX_EAGER_HDR_LEN);
+	b[0] = OMX_PT_MEDIUM;
+	if (wp->mode == OMX_WIRE_COMPAT) {
+		omx_put16(b + 4, (uint16_t)plen);
+		omx_put16(b + 6, 0); /* the eager checksum's place: unused here */
+		b[27] = wp->frag_pipeline;
+	} else {
+		omx_put32(b + 4, (uint32_t)plen);
+	}
+	omx_put16(b + 8, lib_seqnum);
+	omx_put16(b + 10, lib_piggyack);
+	omx_put32(b + 12, (uint32_t)(match >> 32));
+	omx_put32(b + 16, (uint32_t)match);
+	omx_put16(b + 24, (uint16_t)plen);
+	omx_put16(b + 28, omx_get16(tmpl + OMX_HEAD_LEN + 6)); /* the checksum, at its medium place */
+	return hlen;
+}

@@ -300,6 +300,42 @@ run1 timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/flood.counters" 2>&1
 check "the gone partner was counted ($(grep 'Partner Gone' "$TMP/flood.counters" | tr -s ' '))" \
 	grep -qE "^[0-9]{3}: +[1-9][0-9]* Same-Host Partner Gone" "$TMP/flood.counters"
 
+# --- a whole medium the full ring refused leaves again from the library's copy --------------
+# Since stop 45 a same-host medium of one fragment leaves by its own send path, from the caller's
+# buffer, and is copied for retransmission after that first transmission. The receiver stalls;
+# a 128 KiB medium (four frames) and 61 small messages fill its ring (64 slots) and socket queue
+# (one datagram), so the 4 KiB medium after them is refused (63 messages: within the send window,
+# the ring's 64 slots, which would otherwise hold it back before the ring is full);
+# the sender then overwrites its buffer (the send completed) and keeps calling the library; the
+# receiver, back, must get the medium intact from the retransmission.
+ip netns exec "${OMX_NS[1]}" sysctl -qw net.unix.max_dgram_qlen=0
+REFILL_ENV=(OMX_SHARED_RING_KB=64 OMX_PROGRESS_THREAD=0 OMX_SHARED_RNDV_THRESHOLD=131072 OMX_RESEND_DELAY_MS=100)
+rm -f "$TMP/flood.connected" "$TMP/flood.go"
+run1 env "${REFILL_ENV[@]}" timeout 90 "$P" stallrecv 4096 "$TMP/flood.connected" "$TMP/flood.go" \
+	>"$TMP/refill.r.log" 2>&1 &
+R=$!
+for _ in $(seq 100); do grep -q ready "$TMP/refill.r.log" && break; sleep 0.05; done
+run1 env "${REFILL_ENV[@]}" timeout 90 "$P" floodsend "$H1" 0 61 4096 "$TMP/flood.connected" live \
+	>"$TMP/refill.s.log" 2>&1 &
+for _ in $(seq 200); do grep -q posted "$TMP/refill.s.log" && break; sleep 0.05; done
+check "a 128 KiB medium, 61 small ones and a 4 KiB medium to a stalled same-host receiver: all posted, the last completed" \
+	grep -q posted "$TMP/refill.s.log"
+run1 timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/refill.during" 2>&1
+touch "$TMP/flood.go"
+wait $R
+omx_pkill 1 KILL "omx_faultprog floodsend"
+ip netns exec "${OMX_NS[1]}" sysctl -qw net.unix.max_dgram_qlen="$QLEN"
+txf() {
+	local v
+	v=$(sed -n 's/^[0-9]*: *\([0-9]*\) Transmit Failed$/\1/p' "$1" | head -n 1)
+	echo "${v:-0}"
+}
+check "the full ring refused frames (Transmit Failed: $(txf "$TMP/refill.during"))" test "$(txf "$TMP/refill.during")" -gt 0
+sed 's/^/  [stalled receiver] /' "$TMP/refill.r.log" | grep -E "received"
+sed 's/^/  [sender] /' "$TMP/refill.s.log" | sort | uniq -c | head -20
+check "the refused medium arrived intact, from the library's copy" \
+	grep -q "received Success (4096 of 4096 bytes), data intact" "$TMP/refill.r.log"
+
 # --- a peer killed mid-transfer ------------------------------------------------------------
 run0 timeout 300 "$S" -d "$H0" -e 2 -r 3 -s 61 -n 1000000 -m 4194304 -w 16 >"$TMP/kill.a.log" 2>&1 &
 A=$!

@@ -23,7 +23,7 @@
  *                                     receive N messages of LEN from each of SENDERS `exchange ...
  *                                     send` peers and their end messages; checks the data; prints
  *                                     "gathered N from each of SENDERS", or "stalled after I"
- *   floodsend HOST EP N LEN CONNECTED / stallrecv LEN CONNECTED GO
+ *   floodsend HOST EP N LEN CONNECTED [live] / stallrecv LEN CONNECTED GO
  *                                     a same-host sender filling a stalled receiver's ring
  *                                     (see the functions)
  *   inject IFACE DSTMAC [-n N] [-s seed]
@@ -312,10 +312,15 @@ static int sleepsend(int argc, char **argv)
 	return st.code != OMX_SUCCESS;
 }
 
-/* floodsend HOST EP N LEN CONNECTED: connect, create the file CONNECTED, give the receiver 0.2 s
- * to stop calling the library, then N sends of 8 B (match 1) and one of LEN (match 0x51EE9), all
- * at once; prints "posted", then stays out of the library until killed (same-host tests fill the
- * receiver's ring with the N small ones, so that the last message is only partly delivered). */
+/* floodsend HOST EP N LEN CONNECTED [live]: connect, create the file CONNECTED, give the receiver
+ * 0.2 s to stop calling the library, then N sends of 8 B (match 1) and one of LEN (match
+ * 0x51EE9), all at once; prints "posted", then stays out of the library until killed (same-host
+ * tests fill the receiver's ring with the N small ones, so that the last message is only partly
+ * delivered). With "live": a 128 KiB medium (match 2: four same-host frames, one message of the
+ * send window) goes first, so that the N small ones and the last message fill the ring and its
+ * socket past what the window alone allows; once the last send has completed, its buffer is
+ * overwritten (as an application reusing it may), and the library is called every millisecond
+ * until killed, so that what the full ring refused is sent again, from the library's copy. */
 static int floodsend(int argc, char **argv)
 {
 	if (argc < 6)
@@ -333,15 +338,33 @@ static int floodsend(int argc, char **argv)
 	uint8_t small[8] = { 0 }, *buf = malloc(len);
 	fill_pattern(buf, len);
 	omx_return_t r;
+	int live = argc > 6 && !strcmp(argv[6], "live");
+	static uint8_t first[128 * 1024];
+	if (live && (r = omx_isend(ep, first, sizeof(first), addr, 2, NULL, NULL)) != OMX_SUCCESS)
+		return printf("send first: %s\n", omx_strerror(r)), 1;
 	for (int i = 0; i < n; i++)
 		if ((r = omx_isend(ep, small, sizeof(small), addr, 1, NULL, NULL)) != OMX_SUCCESS)
 			return printf("send %d: %s\n", i, omx_strerror(r)), 1;
-	if ((r = omx_isend(ep, buf, len, addr, 0x51EE9, NULL, NULL)) != OMX_SUCCESS)
+	omx_request_t req;
+	if ((r = omx_isend(ep, buf, len, addr, 0x51EE9, NULL, live ? &req : NULL)) != OMX_SUCCESS)
 		return printf("send: %s\n", omx_strerror(r)), 1;
+	if (live) {
+		omx_status_t st;
+		uint32_t res = 0;
+		while (!res)
+			omx_wait(ep, &req, &st, &res, 1000);
+		memset(buf, 0, len);
+	}
 	printf("posted\n");
 	fflush(stdout);
-	for (;;)
-		pause();
+	for (;;) {
+		if (!live) {
+			pause();
+			continue;
+		}
+		omx_progress(ep);
+		usleep(1000);
+	}
 }
 
 /* Receive LEN bytes (match 0x51EE9) into buf, waiting up to secs seconds; 1 if it completed. */
@@ -373,11 +396,14 @@ static int stallrecv(int argc, char **argv)
 	}
 	while (access(argv[3], F_OK) != 0)
 		usleep(10000);
-	uint8_t *buf = malloc(len);
+	uint8_t *buf = malloc(len), *ref = malloc(len);
+	fill_pattern(ref, len);
 	omx_status_t st;
 	uint32_t res = recv_wait(ep, buf, len, 60, &st);
-	printf("received %s (%u of %u bytes)\n", res ? omx_strerror(st.code) : "nothing", res ? st.xfer_length : 0,
-	       res ? st.msg_length : 0);
+	int intact = res && st.code == OMX_SUCCESS && st.xfer_length == len && !memcmp(buf, ref, len);
+	printf("received %s (%u of %u bytes)%s\n", res ? omx_strerror(st.code) : "nothing", res ? st.xfer_length : 0,
+	       res ? st.msg_length : 0, intact ? ", data intact" : "");
+	free(ref);
 	omx_close_endpoint(ep);
 	free(buf);
 	return !res;

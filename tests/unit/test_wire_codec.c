@@ -759,6 +759,69 @@ static void test_decode_medium_whole(void)
 	whole_medium_one(&P_COMPAT, "compat");
 }
 
+/* omx_wire_medium_whole_header_from: the header omx_wire_encode_header writes for a whole-message
+ * MEDIUM, from a template of another message to the same partner; lengths it cannot carry in
+ * one fragment, an empty message and a short buffer refused. */
+static void medium_from_one(const struct omx_wire_params *wp, const char *what)
+{
+	static uint8_t payload[32768];
+	uint8_t gen[128], fast[128], tmpl[OMX_EAGER_HDR_LEN];
+	struct omx_pkt p, q, d;
+	const size_t hlen = OMX_HEAD_LEN + OMX_BODY_MEDIUM_LEN;
+	head(&q, MAC_B, MAC_A, 7, OMX_PT_SMALL); /* the template's message */
+	msg_fields(&q);
+	q.u.msg.src_generation = 3;
+	q.u.msg.checksum = 0xBEEF;
+	CHECK_EQ(omx_wire_eager_template(&q, tmpl), OMX_EAGER_HDR_LEN);
+	const uint32_t F = wp->medium_frag_max, lens[] = { 1, 129, 300, 4096, F };
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		uint32_t L = lens[i];
+		p = q;
+		p.ptype = OMX_PT_MEDIUM;
+		p.u.msg.lib_seqnum = (uint16_t)(0x2345 + i);
+		p.u.msg.lib_piggyack = (uint16_t)(0x6789 - i);
+		p.u.msg.match = 0xA1B2C3D4E5F60718ull * (i + 1);
+		p.u.msg.length = L;
+		p.u.msg.frag_length = (uint16_t)L;
+		p.u.msg.frag_seqnum = 0;
+		p.u.msg.frag_pipeline = wp->frag_pipeline;
+		p.payload = payload;
+		p.payload_len = L;
+		memset(gen, 0xA5, sizeof(gen));
+		memset(fast, 0x5A, sizeof(fast));
+		size_t g = omx_wire_encode_header(wp, &p, gen, sizeof(gen));
+		size_t f = omx_wire_medium_whole_header_from(wp, tmpl, p.u.msg.lib_seqnum, p.u.msg.lib_piggyack,
+							     p.u.msg.match, L, fast, sizeof(fast));
+		CHECK_EQ(g, hlen);
+		CHECK_EQ(f, hlen);
+		if (f != g || memcmp(fast, gen, hlen) != 0) {
+			CHECK(!"medium header from the template differs from the generic encoder's");
+			fprintf(stderr, "  %s: length %u\n", what, L);
+		}
+		CHECK_EQ(fast[hlen], 0x5A); /* nothing written past the header */
+		/* the whole frame decodes back to the message */
+		static uint8_t whole[32768 + 128];
+		memcpy(whole, fast, hlen);
+		memcpy(whole + hlen, payload, L);
+		memset(&d, 0, sizeof(d));
+		CHECK_EQ(omx_wire_decode_medium_whole(wp, whole, hlen + L, &d), 1);
+		CHECK(d.u.msg.length == L && d.u.msg.match == p.u.msg.match && d.u.msg.lib_seqnum == p.u.msg.lib_seqnum &&
+		      d.u.msg.session == q.u.msg.session && d.payload_len == L);
+		CHECK_EQ(omx_wire_medium_whole_header_from(wp, tmpl, 0, 0, 0, L, fast, hlen - 1), 0);
+	}
+	CHECK_EQ(omx_wire_medium_whole_header_from(wp, tmpl, 0, 0, 0, 0, fast, sizeof(fast)), 0);
+	CHECK_EQ(omx_wire_medium_whole_header_from(wp, tmpl, 0, 0, 0, F + 1, fast, sizeof(fast)), 0);
+}
+
+static void test_encode_medium_whole_from(void)
+{
+	struct omx_wire_params local;
+	omx_wire_params_local(&P_EXT, &local); /* the same-host frames': 32 KiB fragments */
+	medium_from_one(&P_EXT, "extended");
+	medium_from_one(&P_COMPAT, "compat");
+	medium_from_one(&local, "extended, same host");
+}
+
 /* Random valid packets of every type: encode -> bytes/padding -> decode -> same packet. */
 static void roundtrip_one(const struct omx_wire_params *wp, struct omx_test_rng *r, uint8_t ptype)
 {
@@ -1056,6 +1119,7 @@ int main(void)
 	test_params_jumbo_mix();
 	test_roundtrip();
 	test_decode_medium_whole();
+	test_encode_medium_whole_from();
 	test_encode_refusals();
 	test_encode_refusals_medium();
 	test_encode_refusals_other();

@@ -217,10 +217,14 @@ void omx__medium_acked(struct omx_partner *p, union omx_request *r)
  * mediums, to be retransmitted. With the bound, a refusal costs at most the bytes in flight, all
  * of which the receiver's resend request covers (omx__resend_asked).
  */
+static int medium_room_for(const struct omx_partner *p, uint64_t len)
+{
+	return !p->medium_unacked || p->medium_unacked + len <= omx__cfg.unexp_peer_max / 2;
+}
+
 static int medium_room(struct omx_partner *p, union omx_request *r)
 {
-	return r->s.type != OMX_REQ_SEND_MEDIUM || !p->medium_unacked ||
-	       p->medium_unacked + r->s.total_len <= omx__cfg.unexp_peer_max / 2;
+	return r->s.type != OMX_REQ_SEND_MEDIUM || medium_room_for(p, r->s.total_len);
 }
 
 /* Give a seqnum and transmit, or leave it throttled. Returns 0 if sent. */
@@ -561,6 +565,14 @@ static uint32_t eager_segs_len(const omx_seg_t *segs, uint32_t nseg)
  * The request is allocated before the push unless a recycled one is at hand, so that a send that
  * went out is never reported as failed.
  */
+/* A same-host partner, connected, with nothing throttled before a new send and room in the
+ * send window: what both same-host fast sends need (try_send_now's conditions). */
+static inline __attribute__((always_inline)) int local_send_open(struct omx_partner *p)
+{
+	return p->next_send_seq != OMX_SEQ_UNCONNECTED && omx_list_empty(&p->throttled) && same_host(p) &&
+	       omx_seq_diff(p->next_send_seq, p->next_acked_seq) < send_window(p);
+}
+
 /* The message's length if it leaves by post_send_eager_local, UINT32_MAX otherwise. */
 static uint32_t eager_local_len(struct omx_partner *p, const omx_seg_t *segs, uint32_t nseg, int synchronous)
 {
@@ -569,9 +581,7 @@ static uint32_t eager_local_len(struct omx_partner *p, const omx_seg_t *segs, ui
 	uint32_t len = eager_segs_len(segs, nseg);
 	if (len > OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold)
 		return UINT32_MAX;
-	if (p->next_send_seq == OMX_SEQ_UNCONNECTED || !omx_list_empty(&p->throttled) || !same_host(p))
-		return UINT32_MAX;
-	return omx_seq_diff(p->next_send_seq, p->next_acked_seq) < send_window(p) ? len : UINT32_MAX;
+	return local_send_open(p) ? len : UINT32_MAX;
 }
 
 static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs,
@@ -648,11 +658,7 @@ static uint32_t medium_local_len(struct omx_endpoint *ep, struct omx_partner *p,
 	if (len <= OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold || len > wp->medium_frag_max ||
 	    len > wp->medium_max)
 		return UINT32_MAX;
-	if (p->next_send_seq == OMX_SEQ_UNCONNECTED || !omx_list_empty(&p->throttled) || !same_host(p))
-		return UINT32_MAX;
-	if (p->medium_unacked && p->medium_unacked + len > omx__cfg.unexp_peer_max / 2) /* medium_room */
-		return UINT32_MAX;
-	return omx_seq_diff(p->next_send_seq, p->next_acked_seq) < send_window(p) ? (uint32_t)len : UINT32_MAX;
+	return local_send_open(p) && medium_room_for(p, len) ? (uint32_t)len : UINT32_MAX;
 }
 
 static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs,

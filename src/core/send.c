@@ -64,6 +64,15 @@ static void arm_resend(union omx_request *r)
 	omx_list_add_tail(&r->s.ep->resend_list, &r->s.timer_elt);
 }
 
+/* Is p an endpoint of this host whose frames go through our same-host transport and its
+ * shared-memory ring? Fixed for the partner's life, so looked up once. */
+static int same_host(struct omx_partner *p)
+{
+	if (!p->same_host)
+		p->same_host = omx__partner_shared(p) ? 1 : 2;
+	return p->same_host == 1;
+}
+
 /* Transmit (or retransmit) every frame of a sequenced message with the current piggyack. */
 void omx__send_sequenced(union omx_request *r)
 {
@@ -116,10 +125,20 @@ void omx__send_sequenced(union omx_request *r)
 		break;
 	}
 	case OMX_REQ_RECV_LARGE:
+		if (same_host(r->s.partner)) {
+			omx__send_notify_partner(ep, r->s.partner, r->s.seqnum, r->s.u.recv.notify_length,
+						 r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum);
+			break;
+		}
 		omx__build_notify(r, &pkt);
 		omx__send_frame(ep, &pkt, OMX_C_SEND_NOTIFY);
 		break;
 	case OMX_REQ_SEND_LARGE:
+		if (same_host(r->s.partner)) {
+			omx__send_rndv_partner(ep, r->s.partner, r->s.seqnum, r->s.status.match_info, len,
+					       (uint8_t)r->s.u.send.region, r->s.u.send.region_seqnum);
+			break;
+		}
 		fill_msg_head(&pkt, r, OMX_PT_RNDV);
 		pkt.u.msg.length = 8;
 		pkt.u.msg.msg_length = len;
@@ -165,15 +184,6 @@ void omx__region_release(struct omx_endpoint *ep, union omx_request *r)
 	ep->regions[i].req = NULL;
 	r->s.u.send.region = -1;
 	ep->large_sends--;
-}
-
-/* Is p an endpoint of this host whose frames go through our same-host transport and its
- * shared-memory ring? Fixed for the partner's life, so looked up once. */
-static int same_host(struct omx_partner *p)
-{
-	if (!p->same_host)
-		p->same_host = omx__partner_shared(p) ? 1 : 2;
-	return p->same_host == 1;
 }
 
 /*

@@ -228,7 +228,7 @@ int omx__shared_single_copy(union omx_request *r)
 	if (!omx__cfg.shared_single_copy || __atomic_load_n(&stats.denied, __ATOMIC_RELAXED) ||
 	    !omx__partner_shared(p))
 		return 0;
-	struct omx_shm_ring *peer = omx_net_local_peer_ring(ep->local, p->mac, p->endpoint_index);
+	struct omx_shm_ring *peer = omx_net_local_peer_ring_routed(ep->local, &p->route, p->mac, p->endpoint_index);
 	if (!peer)
 		return 0;
 	uint32_t X = r->s.status.xfer_length;

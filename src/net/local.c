@@ -327,6 +327,16 @@ struct omx_shm_ring *omx_net_local_peer_ring(struct omx_net *n, const uint8_t ma
 	return l->own ? peer_ring_get(l, mac, endpoint, omx_now_coarse_ns()) : NULL;
 }
 
+struct omx_shm_ring *omx_net_local_peer_ring_routed(struct omx_net *n, const struct omx_net_local_route *rt,
+						   const uint8_t mac[6], uint8_t endpoint)
+{
+	const struct peer_ring *p = rt->peer;
+	if (p && p->gen == rt->gen && p->ring && !omx_shm_ring_closed(p->ring) &&
+	    (n->coarse_ns ? n->coarse_ns : omx_now_coarse_ns()) < p->check_ns)
+		return p->ring;
+	return omx_net_local_peer_ring(n, mac, endpoint);
+}
+
 int omx_net_local_peer_gone(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint, uint32_t session)
 {
 	struct omx_net_local *l = (struct omx_net_local *)n;

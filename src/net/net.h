@@ -175,6 +175,10 @@ struct omx_net_local_route {
 };
 int omx_net_local_send_routed(struct omx_net *n, struct omx_net_local_route *rt, const uint8_t mac[6], uint8_t endpoint,
 			      const struct iovec *iov, unsigned iovcnt);
+/* omx_net_local_peer_ring through a route that omx_net_local_send_routed keeps (the ring's
+ * lookup by address: ~45 instructions of a same-host single copy). */
+struct omx_shm_ring *omx_net_local_peer_ring_routed(struct omx_net *n, const struct omx_net_local_route *rt,
+						   const uint8_t mac[6], uint8_t endpoint);
 struct omx_net_local_stats {
 	uint64_t ring_frames, socket_frames; /* frames sent each way */
 	uint64_t ring_skipped;               /* slots of dead producers skipped in our ring */

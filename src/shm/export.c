@@ -115,6 +115,21 @@ static unsigned iov_take(const struct iovec *v, unsigned n, unsigned i, size_t o
 static int cma_range(pid_t pid, const struct iovec *mine, unsigned nmine, const struct iovec *theirs,
 		     unsigned ntheirs, uint64_t off, uint64_t len, int write)
 {
+	if (nmine == 1 && ntheirs == 1) { /* one buffer each side (most messages): no cursors */
+		if (off + len > mine[0].iov_len || off + len > theirs[0].iov_len)
+			return -EFAULT;
+		for (uint64_t done = 0; done < len;) {
+			struct iovec l = { (uint8_t *)mine[0].iov_base + off + done, (size_t)(len - done) };
+			struct iovec r = { (uint8_t *)theirs[0].iov_base + off + done, (size_t)(len - done) };
+			ssize_t got = write ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				return got < 0 ? -errno : -EFAULT;
+			done += (uint64_t)got;
+		}
+		return 0;
+	}
 	unsigned li = 0, ri = 0;
 	size_t lo = 0, ro = 0;
 	iov_advance(mine, nmine, &li, &lo, off);

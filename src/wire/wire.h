@@ -354,6 +354,18 @@ size_t omx_wire_medium_whole_header_from(const struct omx_wire_params *wp, const
 					 uint16_t lib_seqnum, uint16_t lib_piggyack, uint64_t match, size_t plen,
 					 uint8_t *buf, size_t cap);
 
+/* From the same template, a whole RNDV frame (48 bytes, unpadded) and a whole NOTIFY (40 bytes,
+ * unpadded) to that partner: byte for byte what omx_wire_encode writes for them before its padding
+ * (the NOTIFY takes the template's endpoints and session; both wire modes lay them out alike).
+ * Their length, 0 if cap is too small. */
+#define OMX_RNDV_FRAME_LEN (OMX_HEAD_LEN + OMX_BODY_RNDV_LEN)
+#define OMX_NOTIFY_FRAME_LEN (OMX_HEAD_LEN + OMX_BODY_NOTIFY_LEN)
+size_t omx_wire_rndv_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint16_t lib_seqnum, uint16_t lib_piggyack,
+			  uint64_t match, uint32_t msg_length, uint8_t rdma_id, uint8_t rdma_seqnum, uint8_t *buf,
+			  size_t cap);
+size_t omx_wire_notify_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint16_t lib_seqnum, uint16_t lib_piggyack,
+			    uint32_t total_length, uint8_t rdma_id, uint8_t rdma_seqnum, uint8_t *buf, size_t cap);
+
 /* Header bytes (head + body header, no payload) a packet type takes in this mode; 0 if unknown
  * or invalid. RAW: 16 (its whole body is payload); HOST_REPLY: 32 (the name not included). */
 size_t omx_wire_header_len(const struct omx_wire_params *wp, uint8_t ptype);

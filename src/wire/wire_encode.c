@@ -462,3 +462,48 @@ size_t omx_wire_medium_whole_header_from(const struct omx_wire_params *wp, const
 	omx_put16(b + 28, omx_get16(tmpl + OMX_HEAD_LEN + 6)); /* the checksum, at its medium place */
 	return hlen;
 }
+
+_Static_assert(OMX_RNDV_FRAME_LEN > OMX_EAGER_HDR_LEN && OMX_NOTIFY_FRAME_LEN == OMX_EAGER_HDR_LEN,
+	       "the rendezvous frames against the template");
+
+size_t omx_wire_rndv_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint16_t lib_seqnum, uint16_t lib_piggyack,
+			  uint64_t match, uint32_t msg_length, uint8_t rdma_id, uint8_t rdma_seqnum, uint8_t *buf,
+			  size_t cap)
+{
+	if (cap < OMX_RNDV_FRAME_LEN)
+		return 0;
+	uint8_t *b = buf + OMX_HEAD_LEN;
+	memcpy(buf, tmpl, OMX_EAGER_HDR_LEN); /* the message header's fixed fields, checksum included */
+	b[0] = OMX_PT_RNDV;
+	omx_put16(b + 4, 8); /* the rendezvous extension's length */
+	omx_put16(b + 8, lib_seqnum);
+	omx_put16(b + 10, lib_piggyack);
+	omx_put32(b + 12, (uint32_t)(match >> 32));
+	omx_put32(b + 16, (uint32_t)match);
+	omx_put32(b + 24, msg_length);
+	b[28] = rdma_id;
+	b[29] = rdma_seqnum;
+	omx_put16(b + 30, 0); /* rdma offset: always 0 */
+	return OMX_RNDV_FRAME_LEN;
+}
+
+size_t omx_wire_notify_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint16_t lib_seqnum, uint16_t lib_piggyack,
+			    uint32_t total_length, uint8_t rdma_id, uint8_t rdma_seqnum, uint8_t *buf, size_t cap)
+{
+	if (cap < OMX_NOTIFY_FRAME_LEN)
+		return 0;
+	const uint8_t *t = tmpl + OMX_HEAD_LEN;
+	uint8_t *b = buf + OMX_HEAD_LEN;
+	memcpy(buf, tmpl, OMX_HEAD_LEN);
+	memset(b, 0, OMX_BODY_NOTIFY_LEN);
+	b[0] = OMX_PT_NOTIFY;
+	b[1] = t[1]; /* endpoints: the template's */
+	b[2] = t[2];
+	memcpy(b + 4, t + 20, 4); /* the session, from the message header's place */
+	omx_put32(b + 8, total_length);
+	b[12] = rdma_id;
+	b[13] = rdma_seqnum;
+	omx_put16(b + 18, lib_seqnum);
+	omx_put16(b + 20, lib_piggyack);
+	return OMX_NOTIFY_FRAME_LEN;
+}

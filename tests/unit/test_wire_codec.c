@@ -822,6 +822,92 @@ static void test_encode_medium_whole_from(void)
 	medium_from_one(&local, "extended, same host");
 }
 
+/* omx_wire_rndv_from / omx_wire_notify_from: the bytes omx_wire_encode writes for the same RNDV and
+ * NOTIFY (to the template's partner) before its padding, the unpadded length omx_wire_frame_len
+ * gives, nothing written past them, and a short buffer refused. */
+static void rndv_notify_from_one(const struct omx_wire_params *wp, const char *what)
+{
+	uint8_t gen[128], fast[128], tmpl[OMX_EAGER_HDR_LEN];
+	struct omx_pkt p, q, d;
+	head(&q, MAC_B, MAC_A, 7, OMX_PT_TINY); /* the template's message */
+	msg_fields(&q);
+	q.u.msg.src_generation = 3; /* a RNDV carries it, a NOTIFY does not */
+	q.u.msg.checksum = 0xBEEF;
+	CHECK_EQ(omx_wire_eager_template(&q, tmpl), OMX_EAGER_HDR_LEN);
+	const uint32_t lens[] = { 0, 1, 4097, 1u << 20, 0xFFFFFFFFu };
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		/* RNDV */
+		p = q;
+		p.ptype = OMX_PT_RNDV;
+		p.u.msg.lib_seqnum = (uint16_t)(0x2345 + i);
+		p.u.msg.lib_piggyack = (uint16_t)(0x6789 - i);
+		p.u.msg.match = 0xA1B2C3D4E5F60718ull * (i + 1);
+		p.u.msg.length = 8;
+		p.u.msg.msg_length = lens[i];
+		p.u.msg.rdma_id = (uint8_t)(0xF0 + i);
+		p.u.msg.rdma_seqnum = (uint8_t)(0x17 + 3 * i);
+		memset(gen, 0xA5, sizeof(gen));
+		memset(fast, 0x5A, sizeof(fast));
+		size_t g = omx_wire_encode(wp, &p, gen, sizeof(gen));
+		size_t f = omx_wire_rndv_from(tmpl, p.u.msg.lib_seqnum, p.u.msg.lib_piggyack, p.u.msg.match, lens[i],
+					      p.u.msg.rdma_id, p.u.msg.rdma_seqnum, fast, sizeof(fast));
+		CHECK_EQ(f, OMX_RNDV_FRAME_LEN);
+		CHECK_EQ(omx_wire_frame_len(wp, &p), f);
+		CHECK(g >= f);
+		if (memcmp(fast, gen, f) != 0) {
+			CHECK(!"RNDV from the template differs from the generic encoder's");
+			fprintf(stderr, "  %s: length %u\n", what, lens[i]);
+		}
+		CHECK_EQ(fast[f], 0x5A);
+		memset(&d, 0, sizeof(d));
+		CHECK_EQ(omx_wire_decode(wp, fast, f, &d), OMX_WIRE_OK);
+		CHECK(d.ptype == OMX_PT_RNDV && d.u.msg.msg_length == lens[i] && d.u.msg.match == p.u.msg.match &&
+		      d.u.msg.rdma_id == p.u.msg.rdma_id && d.u.msg.rdma_seqnum == p.u.msg.rdma_seqnum &&
+		      d.u.msg.session == q.u.msg.session);
+		CHECK_EQ(omx_wire_rndv_from(tmpl, 0, 0, 0, 0, 0, 0, fast, OMX_RNDV_FRAME_LEN - 1), 0);
+		/* NOTIFY, back to the same partner */
+		memset(&p, 0, sizeof(p));
+		memcpy(p.dst_mac, q.dst_mac, 6);
+		memcpy(p.src_mac, q.src_mac, 6);
+		p.peer_index = q.peer_index;
+		p.ptype = OMX_PT_NOTIFY;
+		p.u.notify.dst_endpoint = q.u.msg.dst_endpoint;
+		p.u.notify.src_endpoint = q.u.msg.src_endpoint;
+		p.u.notify.session = q.u.msg.session;
+		p.u.notify.total_length = lens[i];
+		p.u.notify.rdma_id = (uint8_t)(0x0F - i);
+		p.u.notify.rdma_seqnum = (uint8_t)(0x17 + 5 * i);
+		p.u.notify.lib_seqnum = (uint16_t)(0xFFF0 + i);
+		p.u.notify.lib_piggyack = (uint16_t)(0x1357 * (i + 1));
+		memset(gen, 0xA5, sizeof(gen));
+		memset(fast, 0x5A, sizeof(fast));
+		g = omx_wire_encode(wp, &p, gen, sizeof(gen));
+		f = omx_wire_notify_from(tmpl, p.u.notify.lib_seqnum, p.u.notify.lib_piggyack, lens[i], p.u.notify.rdma_id,
+					 p.u.notify.rdma_seqnum, fast, sizeof(fast));
+		CHECK_EQ(f, OMX_NOTIFY_FRAME_LEN);
+		CHECK_EQ(omx_wire_frame_len(wp, &p), f);
+		CHECK(g >= f);
+		if (memcmp(fast, gen, f) != 0) {
+			CHECK(!"NOTIFY from the template differs from the generic encoder's");
+			fprintf(stderr, "  %s: length %u\n", what, lens[i]);
+		}
+		CHECK_EQ(fast[f], 0x5A);
+		memset(&d, 0, sizeof(d));
+		CHECK_EQ(omx_wire_decode(wp, fast, f, &d), OMX_WIRE_OK);
+		CHECK_SAME(omx_test_pkt_diff(&p, &d), what);
+		CHECK_EQ(omx_wire_notify_from(tmpl, 0, 0, 0, 0, 0, fast, OMX_NOTIFY_FRAME_LEN - 1), 0);
+	}
+}
+
+static void test_encode_rndv_notify_from(void)
+{
+	struct omx_wire_params local;
+	omx_wire_params_local(&P_EXT, &local);
+	rndv_notify_from_one(&P_EXT, "extended");
+	rndv_notify_from_one(&P_COMPAT, "compat");
+	rndv_notify_from_one(&local, "extended, same host");
+}
+
 /* Random valid packets of every type: encode -> bytes/padding -> decode -> same packet. */
 static void roundtrip_one(const struct omx_wire_params *wp, struct omx_test_rng *r, uint8_t ptype)
 {
@@ -1120,6 +1206,7 @@ int main(void)
 	test_roundtrip();
 	test_decode_medium_whole();
 	test_encode_medium_whole_from();
+	test_encode_rndv_notify_from();
 	test_encode_refusals();
 	test_encode_refusals_medium();
 	test_encode_refusals_other();

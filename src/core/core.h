@@ -30,7 +30,7 @@
 #define OMX_PULL_SLOTS 1024
 #define OMX_RX_RING_AUTO_SLOTS 1024u          /* receive ring slots without OMX_RX_RING_KB */
 #define OMX_RX_RING_AUTO_MAX (16ull << 20)   /* ... and its size limit */
-#define OMX_SHARED_RING_AUTO_SLOTS 128u      /* shared-memory ring slots without OMX_SHARED_RING_KB */
+#define OMX_SHARED_RING_AUTO_SLOTS 64u       /* shared-memory ring slots without OMX_SHARED_RING_KB */
 #define OMX_SHARED_RING_AUTO_MAX (8ull << 20) /* ... and its size limit (64 slots at least) */
 #define OMX_BOUNCE_CACHE_MAX 4u               /* medium payload copies kept per endpoint */
 #define OMX_PULL_GEN_START 0x23u
@@ -616,6 +616,10 @@ void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uin
 			     const void *payload, uint32_t len, int counter);
 /* A same-host MEDIUM holding a whole message of len bytes to p, from the same template, the
  * payload gathered from the caller's buffer. -1 (nothing sent) if len does not fit one fragment. */
+void omx__send_rndv_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint64_t match,
+			    uint32_t msg_length, uint8_t rdma_id, uint8_t rdma_seqnum);
+void omx__send_notify_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint32_t total_length,
+			      uint8_t rdma_id, uint8_t rdma_seqnum);
 int omx__send_medium_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint64_t match,
 			     const void *payload, uint32_t len);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);

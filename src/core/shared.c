@@ -68,8 +68,9 @@ static void policy_resolve_once(void)
 	char from[96];
 	omx__shared_single_copy_text(from, sizeof(from));
 	omx__verbose("same-host policy: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB, two copies "
-		     "between CPUs %.1f ns/KiB%s: rendezvous above %u B, %s\n",
+		     "between CPUs %.1f ns/KiB%s%s: rendezvous above %u B, %s\n",
 		     calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib, calib.cross_ns_per_kib,
+		     calib.cross_missed ? " (the other CPU too busy: guessed from memcpy)" : "",
 		     calib_err ? " (not measured)" : "", c->shared_rndv_threshold, from);
 }
 
@@ -327,8 +328,9 @@ int omx__shared_mode_string(char *buf, size_t len)
 	if (!calib_err)
 		snprintf(measured, sizeof(measured),
 			 " (measured here: process_vm_readv %.0f ns + %.0f ns/KiB, memcpy %.0f ns/KiB, two copies between CPUs "
-			 "%.0f ns/KiB)",
-			 calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib, calib.cross_ns_per_kib);
+			 "%.0f ns/KiB%s)",
+			 calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib, calib.cross_ns_per_kib,
+			 calib.cross_missed ? ", the other CPU too busy to measure: guessed" : "");
 	char coop[64] = ", senders do not help (OMX_SHARED_COOP_CHUNK=0)";
 	if (omx__cfg.shared_coop_chunk)
 		snprintf(coop, sizeof(coop), ", senders help in chunks of up to %u KiB", omx__cfg.shared_coop_chunk >> 10);

@@ -117,12 +117,13 @@ static int other_cpu(int me)
 	return n > 1 ? (me + 1) % (int)n : -1;
 }
 
-static double cross_two_copies_ns_per_kib(uint8_t *dst)
+static double cross_two_copies_ns_per_kib(uint8_t *dst, int *missed)
 {
 	int me = sched_getcpu();
 	struct cross x = { .cpu = me >= 0 ? other_cpu(me) : -1 };
 	if (x.cpu < 0)
 		return 0.0;
+	*missed = 1; /* until a sample says otherwise */
 	x.msg = aligned_alloc(4096, 2 * BIG_READ);
 	if (!x.msg)
 		return 0.0;
@@ -166,6 +167,7 @@ static double cross_two_copies_ns_per_kib(uint8_t *dst)
 	__atomic_store_n(&x.quit, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	free(x.msg);
+	*missed = best <= 0;
 	return best > 0 ? (double)best / (BIG_READ / 1024.0) : 0.0;
 }
 
@@ -191,7 +193,7 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
 	if (small < 0 || big < 0)
 		err = errno ? -errno : -EIO;
 	else
-		c->cross_ns_per_kib = cross_two_copies_ns_per_kib(dst); /* dst: the caller's copy out */
+		c->cross_ns_per_kib = cross_two_copies_ns_per_kib(dst, &c->cross_missed); /* dst: the caller's copy out */
 	free(src);
 	if (err)
 		return err;
@@ -234,10 +236,18 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
 /* The two copies' price per KiB: TWO_COPY_FACTOR in-cache memcpys, or what they took between
  * two CPUs if that was more (stop 45: on the Zen 1 VM the memcpy figure alone chose pulls in
  * three processes out of four, and they took 1.6-1.8x the single copy's time). */
+/* Where a second CPU was there but its figure could not be taken (cross_missed), it is guessed
+ * at CROSS_GUESS_FACTOR in-cache memcpys, the ratio of the near state on the Zen 1 VM (95-125
+ * against 27-45 ns/KiB; far apart it was 7-10x): without it the model alone chose eager mediums
+ * to 128 KiB and pulls there, 1.6-1.8x the single copy's time (stop 46: 8 processes starting at
+ * once on 2 CPUs measured nothing). */
+#define CROSS_GUESS_FACTOR 4.0
 static double two_copies_ns_per_kib(const struct omx_copy_calib *c)
 {
 	double model = TWO_COPY_FACTOR * c->memcpy_ns_per_kib;
-	return c->cross_ns_per_kib > model ? c->cross_ns_per_kib : model;
+	double cross = c->cross_missed && c->cross_ns_per_kib <= 0 ? CROSS_GUESS_FACTOR * c->memcpy_ns_per_kib :
+								    c->cross_ns_per_kib;
+	return cross > model ? cross : model;
 }
 
 static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)

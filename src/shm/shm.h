@@ -129,6 +129,9 @@ struct omx_copy_calib {
 	/* Two copies of 64 KiB handed from another CPU to ours (one by each, through a buffer as
 	 * the ring's), per KiB; 0 where no second CPU could be used. */
 	double cross_ns_per_kib;
+	/* 1: a second CPU was there but the measurement got no sample (its helper thread was not
+	 * scheduled in time: a busy machine, e.g. every rank of a job calibrating at once). */
+	int cross_missed;
 };
 /* Measure (~0.5 ms; fastest of several samples). 0, or -errno if process_vm_readv failed. */
 int omx_copy_calibrate(struct omx_copy_calib *c);

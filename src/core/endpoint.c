@@ -74,7 +74,7 @@ unsigned omx__rx_ring_frames(uint32_t ring_kb, uint32_t mtu)
  * caches, and took 1.8 us where 64 or 128 slots take 1.26 (docs/performance.md). Same-host
  * frames carry 32 KiB fragments, so larger messages cycle through slots x 32 KiB: 128 slots (4.2
  * MiB, until stop 46) put a 32 KiB eager ping-pong at 5.7-6.6 us a hop on the Zen 1 VM, 64 slots
- * (2.1 MiB) at 3.4-3.8, and 64 KiB at 9.7-11.6 against 5.4-6.6. By default (ring_kb 0)
+ * (2.1 MiB) at 3.4-3.8, and 64 KiB at 9.7-11.6 against 5.4-6.4. By default (ring_kb 0)
  * OMX_SHARED_RING_AUTO_SLOTS slots (the ring's floor; it may pass OMX_SHARED_RING_AUTO_MAX at huge
  * MTUs); OMX_SHARED_RING_KB sets bytes.
  */

@@ -263,7 +263,9 @@ static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
  * where the two copies between CPUs measured 95-125 ns/KiB; far apart by 177-286 against
  * 206-289, nothing added. Single copy against eager there: 8 KiB 3.0 against
  * 1.3 us near, 3.5 against 3.3 far apart; 16 KiB 3.9 against 2.2 near, 4.4 against 5.6 far;
- * 32 KiB 5.4 against 6.5 near, 5.8 against 9.4 far. */
+ * 32 KiB 5.4 against 6.5 near, 5.8 against 9.4 far. Those rings had 128 slots; with 64 (stop 46)
+ * an eager hop took 103-116 ns per KiB at 32-64 KiB near, about the two copies' figure, and 333-370
+ * far apart, 40-160 above the 206-290 measured there: the low end is kept. */
 #define RING_NS_PER_KIB 30.0
 
 static int single_copy_beats_eager(const struct omx_copy_calib *c, uint32_t len)

@@ -616,12 +616,14 @@ void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uin
 			     const void *payload, uint32_t len, int counter);
 /* A same-host MEDIUM holding a whole message of len bytes to p, from the same template, the
  * payload gathered from the caller's buffer. -1 (nothing sent) if len does not fit one fragment. */
+int omx__send_medium_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint64_t match,
+			     const void *payload, uint32_t len);
+/* A same-host rendezvous' RNDV (from the sender) and NOTIFY (from the receiver) to p, from the
+ * same template: first transmissions and retransmissions (omx__send_sequenced). */
 void omx__send_rndv_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint64_t match,
 			    uint32_t msg_length, uint8_t rdma_id, uint8_t rdma_seqnum);
 void omx__send_notify_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint32_t total_length,
 			      uint8_t rdma_id, uint8_t rdma_seqnum);
-int omx__send_medium_partner(struct omx_endpoint *ep, struct omx_partner *p, uint16_t seq, uint64_t match,
-			     const void *payload, uint32_t len);
 void omx__send_frame(struct omx_endpoint *ep, struct omx_pkt *pkt, int counter);
 /* send.c: the largest eager message to remote peers over an interface of these wire parameters:
  * OMX_RNDV_THRESHOLD, or with it unset / "auto" OMX_RNDV_THRESHOLD_JUMBO over fragments of 8 KiB

@@ -395,6 +395,16 @@ size_t omx_wire_encode_eager(const struct omx_pkt *pkt, uint8_t *buf, size_t cap
 
 _Static_assert(OMX_EAGER_HDR_LEN == OMX_HEAD_LEN + OMX_BODY_MSG_LEN, "eager template length");
 
+/* What the template-based encoders write per message into a copy of the template's message
+ * header (body b): sequence numbers and match, at the places they share. */
+static inline void put_seq_match(uint8_t *b, uint16_t lib_seqnum, uint16_t lib_piggyack, uint64_t match)
+{
+	omx_put16(b + 8, lib_seqnum);
+	omx_put16(b + 10, lib_piggyack);
+	omx_put32(b + 12, (uint32_t)(match >> 32));
+	omx_put32(b + 16, (uint32_t)match);
+}
+
 size_t omx_wire_eager_template(const struct omx_pkt *pkt, uint8_t tmpl[OMX_EAGER_HDR_LEN])
 {
 	if (pkt->ptype != OMX_PT_TINY && pkt->ptype != OMX_PT_SMALL)
@@ -416,10 +426,7 @@ size_t omx_wire_encode_eager_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint8_t
 	memcpy(buf, tmpl, OMX_EAGER_HDR_LEN);
 	b[0] = ptype;
 	omx_put16(b + 4, (uint16_t)plen);
-	omx_put16(b + 8, lib_seqnum);
-	omx_put16(b + 10, lib_piggyack);
-	omx_put32(b + 12, (uint32_t)(match >> 32));
-	omx_put32(b + 16, (uint32_t)match);
+	put_seq_match(b, lib_seqnum, lib_piggyack, match);
 	if (plen)
 		memcpy(buf + OMX_EAGER_HDR_LEN, payload, plen);
 	return OMX_EAGER_HDR_LEN + plen;
@@ -454,10 +461,7 @@ size_t omx_wire_medium_whole_header_from(const struct omx_wire_params *wp, const
 	} else {
 		omx_put32(b + 4, (uint32_t)plen);
 	}
-	omx_put16(b + 8, lib_seqnum);
-	omx_put16(b + 10, lib_piggyack);
-	omx_put32(b + 12, (uint32_t)(match >> 32));
-	omx_put32(b + 16, (uint32_t)match);
+	put_seq_match(b, lib_seqnum, lib_piggyack, match);
 	omx_put16(b + 24, (uint16_t)plen);
 	omx_put16(b + 28, omx_get16(tmpl + OMX_HEAD_LEN + 6)); /* the checksum, at its medium place */
 	return hlen;
@@ -476,10 +480,7 @@ size_t omx_wire_rndv_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint16_t lib_se
 	memcpy(buf, tmpl, OMX_EAGER_HDR_LEN); /* the message header's fixed fields, checksum included */
 	b[0] = OMX_PT_RNDV;
 	omx_put16(b + 4, 8); /* the rendezvous extension's length */
-	omx_put16(b + 8, lib_seqnum);
-	omx_put16(b + 10, lib_piggyack);
-	omx_put32(b + 12, (uint32_t)(match >> 32));
-	omx_put32(b + 16, (uint32_t)match);
+	put_seq_match(b, lib_seqnum, lib_piggyack, match);
 	omx_put32(b + 24, msg_length);
 	b[28] = rdma_id;
 	b[29] = rdma_seqnum;

@@ -825,9 +825,30 @@ static void test_encode_medium_whole_from(void)
 /* omx_wire_rndv_from / omx_wire_notify_from: the bytes omx_wire_encode writes for the same RNDV and
  * NOTIFY (to the template's partner) before its padding, the unpadded length omx_wire_frame_len
  * gives, nothing written past them, and a short buffer refused. */
+/* A frame a template-based encoder wrote into fast (f bytes, the rest of fast 0x5A): want bytes
+ * long, the unpadded length of p, the generic encoder's bytes for p before its padding, nothing
+ * written past it; decoded into *d. */
+static void from_as_generic(const struct omx_wire_params *wp, const struct omx_pkt *p, const uint8_t *fast, size_t f,
+			    size_t want, struct omx_pkt *d, const char *what, uint32_t len)
+{
+	uint8_t gen[128];
+	memset(gen, 0xA5, sizeof(gen));
+	size_t g = omx_wire_encode(wp, p, gen, sizeof(gen));
+	CHECK_EQ(f, want);
+	CHECK_EQ(omx_wire_frame_len(wp, p), f);
+	CHECK(g >= f);
+	if (memcmp(fast, gen, f) != 0) {
+		CHECK(!"frame from the template differs from the generic encoder's");
+		fprintf(stderr, "  %s: ptype %u, length %u\n", what, p->ptype, len);
+	}
+	CHECK_EQ(fast[f], 0x5A);
+	memset(d, 0, sizeof(*d));
+	CHECK_EQ(omx_wire_decode(wp, fast, f, d), OMX_WIRE_OK);
+}
+
 static void rndv_notify_from_one(const struct omx_wire_params *wp, const char *what)
 {
-	uint8_t gen[128], fast[128], tmpl[OMX_EAGER_HDR_LEN];
+	uint8_t fast[128], tmpl[OMX_EAGER_HDR_LEN];
 	struct omx_pkt p, q, d;
 	head(&q, MAC_B, MAC_A, 7, OMX_PT_TINY); /* the template's message */
 	msg_fields(&q);
@@ -846,21 +867,10 @@ static void rndv_notify_from_one(const struct omx_wire_params *wp, const char *w
 		p.u.msg.msg_length = lens[i];
 		p.u.msg.rdma_id = (uint8_t)(0xF0 + i);
 		p.u.msg.rdma_seqnum = (uint8_t)(0x17 + 3 * i);
-		memset(gen, 0xA5, sizeof(gen));
 		memset(fast, 0x5A, sizeof(fast));
-		size_t g = omx_wire_encode(wp, &p, gen, sizeof(gen));
 		size_t f = omx_wire_rndv_from(tmpl, p.u.msg.lib_seqnum, p.u.msg.lib_piggyack, p.u.msg.match, lens[i],
 					      p.u.msg.rdma_id, p.u.msg.rdma_seqnum, fast, sizeof(fast));
-		CHECK_EQ(f, OMX_RNDV_FRAME_LEN);
-		CHECK_EQ(omx_wire_frame_len(wp, &p), f);
-		CHECK(g >= f);
-		if (memcmp(fast, gen, f) != 0) {
-			CHECK(!"RNDV from the template differs from the generic encoder's");
-			fprintf(stderr, "  %s: length %u\n", what, lens[i]);
-		}
-		CHECK_EQ(fast[f], 0x5A);
-		memset(&d, 0, sizeof(d));
-		CHECK_EQ(omx_wire_decode(wp, fast, f, &d), OMX_WIRE_OK);
+		from_as_generic(wp, &p, fast, f, OMX_RNDV_FRAME_LEN, &d, what, lens[i]);
 		CHECK(d.ptype == OMX_PT_RNDV && d.u.msg.msg_length == lens[i] && d.u.msg.match == p.u.msg.match &&
 		      d.u.msg.rdma_id == p.u.msg.rdma_id && d.u.msg.rdma_seqnum == p.u.msg.rdma_seqnum &&
 		      d.u.msg.session == q.u.msg.session);
@@ -879,21 +889,10 @@ static void rndv_notify_from_one(const struct omx_wire_params *wp, const char *w
 		p.u.notify.rdma_seqnum = (uint8_t)(0x17 + 5 * i);
 		p.u.notify.lib_seqnum = (uint16_t)(0xFFF0 + i);
 		p.u.notify.lib_piggyack = (uint16_t)(0x1357 * (i + 1));
-		memset(gen, 0xA5, sizeof(gen));
 		memset(fast, 0x5A, sizeof(fast));
-		g = omx_wire_encode(wp, &p, gen, sizeof(gen));
 		f = omx_wire_notify_from(tmpl, p.u.notify.lib_seqnum, p.u.notify.lib_piggyack, lens[i], p.u.notify.rdma_id,
 					 p.u.notify.rdma_seqnum, fast, sizeof(fast));
-		CHECK_EQ(f, OMX_NOTIFY_FRAME_LEN);
-		CHECK_EQ(omx_wire_frame_len(wp, &p), f);
-		CHECK(g >= f);
-		if (memcmp(fast, gen, f) != 0) {
-			CHECK(!"NOTIFY from the template differs from the generic encoder's");
-			fprintf(stderr, "  %s: length %u\n", what, lens[i]);
-		}
-		CHECK_EQ(fast[f], 0x5A);
-		memset(&d, 0, sizeof(d));
-		CHECK_EQ(omx_wire_decode(wp, fast, f, &d), OMX_WIRE_OK);
+		from_as_generic(wp, &p, fast, f, OMX_NOTIFY_FRAME_LEN, &d, what, lens[i]);
 		CHECK_SAME(omx_test_pkt_diff(&p, &d), what);
 		CHECK_EQ(omx_wire_notify_from(tmpl, 0, 0, 0, 0, 0, fast, OMX_NOTIFY_FRAME_LEN - 1), 0);
 	}

@@ -27,6 +27,26 @@
 _Static_assert(offsetof(omx_req_t, type) == offsetof(omx_req_t, all_elt) + sizeof(struct omx_list),
 	       "omx__req_alloc clears a recycled request from its type on: the list links come first");
 
+/* Everything of a recycled request but the list links, set by omx__req_alloc, and a send's inline
+ * payload, which is only read up to the length written into it (a third of the request): 216
+ * bytes, in thirteen 16-byte stores and one 8-byte one. GCC turns a memset of them (or any loop
+ * doing it) into a loop of 8-byte stores, ~55 instructions twice a ping-pong's hop, between its
+ * send and the next receive's first look at the ring. */
+typedef uint64_t omx_clear16 __attribute__((vector_size(16), may_alias));
+_Static_assert(offsetof(omx_req_t, type) % 16 == 0 &&
+		       offsetof(omx_req_t, inline_data) - offsetof(omx_req_t, type) == 13 * 16 + 8,
+	       "clear_recycled writes 13 x 16 + 8 bytes from a 16-byte boundary: update it with the layout");
+
+static inline void clear_recycled(union omx_request *r)
+{
+	/* Requests come from calloc (16-byte aligned) and go back to the cache only. */
+	omx_clear16 *v = (omx_clear16 *)((uint8_t *)__builtin_assume_aligned(r, 16) + offsetof(omx_req_t, type));
+	const omx_clear16 z = { 0, 0 };
+	v[0] = z, v[1] = z, v[2] = z, v[3] = z, v[4] = z, v[5] = z, v[6] = z;
+	v[7] = z, v[8] = z, v[9] = z, v[10] = z, v[11] = z, v[12] = z;
+	memset(&v[13], 0, 8);
+}
+
 union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type type)
 {
 	union omx_request *r = ep->req_cache;
@@ -35,7 +55,7 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 		ep->req_cache_count--;
 		/* Everything but the list links, set below, and a send's inline payload, which is
 		 * only read up to the length written into it (a third of the request). */
-		memset(&r->s.type, 0, offsetof(omx_req_t, inline_data) - offsetof(omx_req_t, type));
+		clear_recycled(r);
 	} else {
 		r = calloc(1, sizeof(*r));
 		if (!r)
@@ -185,9 +205,15 @@ omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint
 	if (total > UINT32_MAX)
 		return OMX_SEGMENTS_BAD_COUNT; /* [QUIRK fixed] the reference wrapped at 4 GiB */
 	omx_seg_t *dst = r->s.seg_in;
-	if (nseg > OMX_REQ_INLINE_SEGS && !(dst = malloc(nseg * sizeof(*segs))))
-		return OMX_NO_RESOURCES;
-	memcpy(dst, segs, nseg * sizeof(*segs));
+	if (nseg <= OMX_REQ_INLINE_SEGS) {
+		/* Most requests (one segment; a provider's header and payload): no library call. */
+		for (uint32_t i = 0; i < nseg; i++)
+			dst[i] = segs[i];
+	} else {
+		if (!(dst = malloc(nseg * sizeof(*segs))))
+			return OMX_NO_RESOURCES;
+		memcpy(dst, segs, nseg * sizeof(*segs));
+	}
 	r->s.segs = dst;
 	r->s.nseg = nseg;
 	r->s.total_len = (uint32_t)total;

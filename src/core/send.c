@@ -574,6 +574,15 @@ static uint32_t eager_segs_len(const omx_seg_t *segs, uint32_t nseg)
  * non_acked, resend timer, early completion): the reliability layer cannot tell the two apart.
  * The request is allocated before the push unless a recycled one is at hand, so that a send that
  * went out is never reported as failed.
+ *
+ * SAME_HOST_SEND_NO_PASS: unlike the general path, these sends make no progress pass after the
+ * frame is out. In a ping-pong the pass (~400 instructions: the acks taken, both transports
+ * polled) sits between the send and the application's next receive, and with the two processes
+ * near each other the partner's answer was often there before that receive looked: the server of
+ * a same-host omx_perf found the next message at its first look at the ring for 42% of them
+ * (docs/performance.md, stop 47). What the pass did waits for the next one: every
+ * OMX_IDLE_PASS_EVERY-th test finding nothing, every wait, every general send (which a sender
+ * that never tests reaches once its window is full of unacked sends), the progress thread.
  */
 /* A same-host partner, connected, with nothing throttled before a new send and room in the
  * send window: what both same-host fast sends need (try_send_now's conditions). */
@@ -637,7 +646,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	(void)omx__ep_clock(ep);
 	arm_resend(r);
 	complete_early(ep, r);
-	omx__progress_clocked(ep);
+	/* No progress pass (see SAME_HOST_SEND_NO_PASS above). */
 	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }
@@ -706,7 +715,7 @@ static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_p
 		memcpy(r->s.u.send.data, payload, len);
 	arm_resend(r);
 	complete_early(ep, r);
-	omx__progress_clocked(ep);
+	/* No progress pass (SAME_HOST_SEND_NO_PASS). */
 	omx__epunlock(&ep->lock);
 	return OMX_SUCCESS;
 }

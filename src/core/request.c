@@ -53,9 +53,7 @@ union omx_request *omx__req_alloc(struct omx_endpoint *ep, enum omx_req_type typ
 	if (r) {
 		ep->req_cache = *(union omx_request **)r;
 		ep->req_cache_count--;
-		/* Everything but the list links, set below, and a send's inline payload, which is
-		 * only read up to the length written into it (a third of the request). */
-		clear_recycled(r);
+		clear_recycled(r); /* the list links are set below */
 	} else {
 		r = calloc(1, sizeof(*r));
 		if (!r)

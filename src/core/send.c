@@ -196,6 +196,12 @@ void omx__region_release(struct omx_endpoint *ep, union omx_request *r)
  * ring has slots lets a stalled receiver hold everything sent to it, and the rest waits here
  * (throttled, not lost) until its acks come back.
  */
+/* Our sequenced messages to p not acked yet. */
+static inline uint16_t sends_unacked(const struct omx_partner *p)
+{
+	return omx_seq_diff(p->next_send_seq, p->next_acked_seq);
+}
+
 static inline __attribute__((always_inline)) uint16_t send_window(struct omx_partner *p)
 {
 	return same_host(p) && p->ep->local_window ? p->ep->local_window : OMX_THROTTLE_WINDOW;
@@ -242,7 +248,7 @@ static int try_send_now(union omx_request *r)
 {
 	struct omx_partner *p = r->s.partner;
 	struct omx_endpoint *ep = r->s.ep;
-	if (omx_seq_diff(p->next_send_seq, p->next_acked_seq) >= send_window(p) || !medium_room(p, r))
+	if (sends_unacked(p) >= send_window(p) || !medium_room(p, r))
 		return -1;
 	if (r->s.type == OMX_REQ_SEND_LARGE && region_get(ep, r) < 0)
 		return -1;
@@ -301,7 +307,7 @@ void omx__ack_received(struct omx_partner *p, uint16_t ack)
 	if (p->next_acked_seq == OMX_SEQ_UNCONNECTED || omx_seq_sesnum(ack) != omx_seq_sesnum(p->next_send_seq))
 		return;
 	uint16_t newly = omx_seq_diff(ack, p->next_acked_seq);
-	uint16_t missing = omx_seq_diff(p->next_send_seq, p->next_acked_seq);
+	uint16_t missing = sends_unacked(p);
 	if (newly == 0 || newly > missing)
 		return;
 	union omx_request *r;
@@ -590,7 +596,7 @@ static uint32_t eager_segs_len(const omx_seg_t *segs, uint32_t nseg)
 
 static inline void pass_if_unacked(struct omx_endpoint *ep, struct omx_partner *p)
 {
-	if ((uint32_t)omx_seq_diff(p->next_send_seq, p->next_acked_seq) >= SEND_PASS_UNACKED)
+	if (sends_unacked(p) >= SEND_PASS_UNACKED)
 		omx__progress_clocked(ep);
 }
 
@@ -599,7 +605,7 @@ static inline void pass_if_unacked(struct omx_endpoint *ep, struct omx_partner *
 static inline __attribute__((always_inline)) int local_send_open(struct omx_partner *p)
 {
 	return p->next_send_seq != OMX_SEQ_UNCONNECTED && omx_list_empty(&p->throttled) && same_host(p) &&
-	       omx_seq_diff(p->next_send_seq, p->next_acked_seq) < send_window(p);
+	       sends_unacked(p) < send_window(p);
 }
 
 /* The message's length if it leaves by post_send_eager_local, UINT32_MAX otherwise. */

@@ -194,6 +194,17 @@ static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 	return e;
 }
 
+/* The peer a route names, while the route holds: its entry not given to another peer, its ring
+ * attached and open, its owner's liveness checked within the last check interval. NULL otherwise. */
+static inline struct peer_ring *route_peer(struct omx_net *n, const struct omx_net_local_route *rt)
+{
+	struct peer_ring *p = rt->peer;
+	if (p && p->gen == rt->gen && p->ring && !omx_shm_ring_closed(p->ring) &&
+	    (n->coarse_ns ? n->coarse_ns : omx_now_coarse_ns()) < p->check_ns)
+		return p;
+	return NULL;
+}
+
 /* The same-host eager sends' way in: ~75 of the ~320 instructions between the send call and the
  * frame in the peer's ring went to parsing the destination back out of the frame and looking its
  * ring up (bench/self_pingpong under callgrind). */
@@ -201,9 +212,8 @@ int omx_net_local_send_routed(struct omx_net *n, struct omx_net_local_route *rt,
 			      const struct iovec *iov, unsigned iovcnt)
 {
 	struct omx_net_local *l = (struct omx_net_local *)n;
-	struct peer_ring *p = rt->peer;
-	if (p && p->gen == rt->gen && p->ring && !omx_shm_ring_closed(p->ring) &&
-	    (n->coarse_ns ? n->coarse_ns : omx_now_coarse_ns()) < p->check_ns) {
+	struct peer_ring *p = route_peer(n, rt);
+	if (p) {
 		int bell = 0;
 		p->last_use = ++l->use_clock;
 		if (omx_shm_ring_push(p->ring, iov, iovcnt, &bell) == 0) {
@@ -330,11 +340,8 @@ struct omx_shm_ring *omx_net_local_peer_ring(struct omx_net *n, const uint8_t ma
 struct omx_shm_ring *omx_net_local_peer_ring_routed(struct omx_net *n, const struct omx_net_local_route *rt,
 						   const uint8_t mac[6], uint8_t endpoint)
 {
-	const struct peer_ring *p = rt->peer;
-	if (p && p->gen == rt->gen && p->ring && !omx_shm_ring_closed(p->ring) &&
-	    (n->coarse_ns ? n->coarse_ns : omx_now_coarse_ns()) < p->check_ns)
-		return p->ring;
-	return omx_net_local_peer_ring(n, mac, endpoint);
+	const struct peer_ring *p = route_peer(n, rt);
+	return p ? p->ring : omx_net_local_peer_ring(n, mac, endpoint);
 }
 
 int omx_net_local_peer_gone(struct omx_net *n, const uint8_t mac[6], uint8_t endpoint, uint32_t session)

@@ -112,6 +112,21 @@ static unsigned iov_take(const struct iovec *v, unsigned n, unsigned i, size_t o
  * process_vm_writev from mine. CMA_IOV iovecs a call, advancing by what each call moved.
  * 0 or -errno.
  */
+/* One process_vm_readv (or with `write` process_vm_writev), again on EINTR: bytes moved, or
+ * -errno (-EFAULT for a call that moved nothing). */
+static ssize_t cma_call(pid_t pid, const struct iovec *l, unsigned nl, const struct iovec *r, unsigned nr, int write)
+{
+	for (;;) {
+		ssize_t got = write ? process_vm_writev(pid, l, nl, r, nr, 0) : process_vm_readv(pid, l, nl, r, nr, 0);
+		if (got > 0)
+			return got;
+		if (got == 0)
+			return -EFAULT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
 static int cma_range(pid_t pid, const struct iovec *mine, unsigned nmine, const struct iovec *theirs,
 		     unsigned ntheirs, uint64_t off, uint64_t len, int write)
 {
@@ -121,11 +136,9 @@ static int cma_range(pid_t pid, const struct iovec *mine, unsigned nmine, const 
 		for (uint64_t done = 0; done < len;) {
 			struct iovec l = { (uint8_t *)mine[0].iov_base + off + done, (size_t)(len - done) };
 			struct iovec r = { (uint8_t *)theirs[0].iov_base + off + done, (size_t)(len - done) };
-			ssize_t got = write ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-				return got < 0 ? -errno : -EFAULT;
+			ssize_t got = cma_call(pid, &l, 1, &r, 1, write);
+			if (got < 0)
+				return (int)got;
 			done += (uint64_t)got;
 		}
 		return 0;
@@ -141,13 +154,9 @@ static int cma_range(pid_t pid, const struct iovec *mine, unsigned nmine, const 
 		unsigned nr = iov_take(theirs, ntheirs, ri, ro, lsum, rv, CMA_IOV, &rsum);
 		if (!nl || !nr)
 			return -EFAULT;
-		ssize_t got = write ? process_vm_writev(pid, lv, nl, rv, nr, 0) : process_vm_readv(pid, lv, nl, rv, nr, 0);
-		if (got < 0 && errno == EINTR)
-			continue;
+		ssize_t got = cma_call(pid, lv, nl, rv, nr, write);
 		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return -EFAULT;
+			return (int)got;
 		done += (uint64_t)got;
 		iov_advance(mine, nmine, &li, &lo, (uint64_t)got);
 		iov_advance(theirs, ntheirs, &ri, &ro, (uint64_t)got);

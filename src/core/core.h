@@ -415,6 +415,7 @@ struct omx_endpoint {
 	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
 	unsigned local_nack_count;
 	int net_skipped; /* the last progress pass left the network out (progress_pass) */
+	int pass_owed; /* the last pass ended after the fast receive's completions (progress_pass) */
 	int lock_fd;  /* flock'd file making the (board, endpoint) slot ours */
 	int event_fd; /* wakes a sleeping waiter: omx_wakeup, completions by other threads */
 	struct omx_net *pkt;   /* the packet transport under any wrapper; NULL over the test hub */

@@ -14,9 +14,9 @@
  * claimed but unpublished is skipped once its producer (the owner word, written with the slot's
  * first line just before publishing, names it and the round) is gone, or after one second if this
  * round's owner is not there yet (it died while copying the frame: a window of at most a few
- * microseconds). A late publication of a skipped slot is detected by the producer (its
- * compare-and-swap fails) and counts as a lost frame, which the protocol's retransmission
- * recovers like any loss.
+ * microseconds). A late publication of a skipped slot is detected by the producer (its look at
+ * the sequence word before the store that publishes) and counts as a lost frame, which the
+ * protocol's retransmission recovers like any loss (a store racing the skip: omx_shm_ring_push).
  *
  * Sleeping: before sleeping the consumer sets `waiting` and re-checks the ring; a producer that
  * finds `waiting` set after publishing clears it and tells its caller to ring the doorbell (a
@@ -404,10 +404,26 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	}
 	__atomic_store_n(&s->owner, SLOT_OWNER(r->pid, pos, r->shift), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
-	uint64_t expect = pos + 1 - slots; /* the previous round's publication (or skip) */
-	if (!__atomic_compare_exchange_n(&s->seq, &expect, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+	/*
+	 * Published by a plain store after a look at the word, not by a compare-and-swap: a locked
+	 * instruction first waits for the stores before it to leave, and the consumer, spinning on
+	 * this line, often took it back in between; the publication then paid a second transfer.
+	 * Measured with the vCPUs near (bench/ring_pingpong, docs/performance.md stop 48): a hop
+	 * 0.19-0.20 -> 0.13-0.14 us with 64 B messages (two-line frames), 0.16 -> 0.14 with 8 B;
+	 * omx_perf 64 B 0.92x. The look still makes a slot the consumer skipped while we stalled a
+	 * loss we know of. A stall of a second right between the look and the store is the one case
+	 * left: that frame is lost unknown to us (the protocol's retransmission recovers it), and
+	 * were the slot reused meanwhile, our store leaves a wrong word there: this round's
+	 * publication then waits for the consumer's skip (STALL_NS) and is lost, and a later
+	 * round's producer publishes over it (so anything but the skip's mark is written over).
+	 */
+	if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == pos + 1)
 		return -EAGAIN; /* skipped by the consumer meanwhile (we were stalled): a loss */
-	if (__atomic_load_n(&h->waiting, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+	/* The publication before the look at `waiting`, which omx_shm_ring_arm sets before it looks
+	 * at the slot: without the fence each side could miss the other's store. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&h->waiting, __ATOMIC_RELAXED) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
 		*doorbell = 1;
 	if (len > SLOT_HEAD_BYTES)
 		prefetch_slot_data(slot_at(r, pos + 1), len, PREFETCH_TX_MAX_BYTES, 1);
@@ -448,9 +464,8 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 			count++;
 			continue;
 		}
-		if (seq != pos - r->mask)
-			break; /* not this round's nor the last one's: cannot happen, treated as empty */
-		/* The slot is free for this round: empty, or claimed but not published yet. Either
+		/* The slot is free for this round (its word the last round's publication, or a late
+		 * producer's store, see omx_shm_ring_push): empty, or claimed but not published yet. Either
 		 * way a live producer publishes within nanoseconds: whether one died holding the slot is
 		 * looked into once every TAIL_CHECK polls only. The tail is on a line every producer
 		 * writes, so each read of it costs the next push a miss, and a stall starts with a
@@ -492,8 +507,6 @@ int omx_shm_ring_poll(struct omx_shm_ring *r, omx_shm_rx_fn fn, void *arg, unsig
 	struct slot *s = slot_at(r, pos);
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 	if (seq != pos + 1) {
-		if (seq != pos - r->mask)
-			return 0;
 		if (!r->stall_since && r->empty_polls + 1 < TAIL_CHECK) {
 			r->empty_polls++;
 			return 0;
@@ -532,7 +545,7 @@ int omx_shm_ring_arm(struct omx_shm_ring *r)
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST);
 	/* A slot claimed but not published: do not sleep past it (its producer may be dead, and
 	 * the polls would look into that only every TAIL_CHECK): the next poll does. */
-	int claimed = seq == r->head - r->mask && slot_claimed(r, r->head);
+	int claimed = seq != r->head + 1 && slot_claimed(r, r->head);
 	if (seq == r->head + 1 || r->stall_since || claimed) {
 		if (claimed && !r->stall_since)
 			r->empty_polls = TAIL_CHECK;

@@ -45,11 +45,11 @@ static void progress_pass(struct omx_endpoint *ep, uint64_t now)
 	if (ep->local_seen)
 		while (local_frames < 64 && omx__recv_local_fast(ep) > 0)
 			local_frames++;
-	/* Frames that completed a request end the pass there, and the next call makes the rest
-	 * of it (pass_owed): the application has a completion to act on, and in a ping-pong the
-	 * rest (the deferred acks, the polls, the timers: ~130 instructions on average, when the
-	 * answer was found by a pass) stood between the message and its answer. Never two such
-	 * ends in a row, so the rest is at most one call late. */
+	/* Frames that completed a request end the pass there (pass_owed): the application has a
+	 * completion to act on, and in a ping-pong the rest (the deferred acks, the polls, the
+	 * timers: ~130 instructions on average, when the answer was found by a pass) stood between
+	 * the message and its answer. Never two such ends in a row: the next pass runs whole, and
+	 * the next call that finds the ring empty makes it at once (omx__progress_fast). */
 	if (ep->completions != c0 && !ep->pass_owed) {
 		ep->pass_owed = 1;
 		omx__notify_waiters(ep);

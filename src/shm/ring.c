@@ -465,11 +465,11 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 			continue;
 		}
 		/* The slot is free for this round (its word the last round's publication, or a late
-		 * producer's store, see omx_shm_ring_push): empty, or claimed but not published yet. Either
-		 * way a live producer publishes within nanoseconds: whether one died holding the slot is
-		 * looked into once every TAIL_CHECK polls only. The tail is on a line every producer
-		 * writes, so each read of it costs the next push a miss, and a stall starts with a
-		 * clock read: done on every poll, this took 6% of a busy ping-pong's polls
+		 * producer's store, see omx_shm_ring_push): empty, or claimed but not published yet.
+		 * Either way a live producer publishes within nanoseconds: whether one died holding the
+		 * slot is looked into once every TAIL_CHECK polls only. The tail is on a line every
+		 * producer writes, so each read of it costs the next push a miss, and a stall starts
+		 * with a clock read: done on every poll, this took 6% of a busy ping-pong's polls
 		 * (docs/performance.md, stop 34). */
 		if (!r->stall_since && ++r->empty_polls < TAIL_CHECK)
 			break;

@@ -58,14 +58,21 @@ static void poll_for(struct omx_shm_ring *own, struct got *g, unsigned n)
 		(void)omx_shm_ring_poll(own, keep, g, 8);
 }
 
+/* A ring of endpoint `ep` (its owner's view) and a producer's view of it; 0 if either failed. */
+static int ring_pair(uint8_t ep, struct omx_shm_ring **own, struct omx_shm_ring **prod)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 20 };
+	int err = 0;
+	*own = omx_shm_ring_create(mac, ep, 2048, 64 << 10, 1, &err);
+	*prod = *own ? omx_shm_ring_attach(mac, ep, &err) : NULL;
+	CHECK(*own != NULL && *prod != NULL);
+	return *own && *prod;
+}
+
 static void wrong_word_ahead(void)
 {
-	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 21 };
-	int err = 0;
-	struct omx_shm_ring *own = omx_shm_ring_create(mac, 1, 2048, 64 << 10, 1, &err);
-	struct omx_shm_ring *prod = own ? omx_shm_ring_attach(mac, 1, &err) : NULL;
-	CHECK(own != NULL && prod != NULL);
-	if (!own || !prod)
+	struct omx_shm_ring *own, *prod;
+	if (!ring_pair(1, &own, &prod))
 		return;
 	/* A round of frames first, so that the slot has been used and consumed. */
 	uint32_t slots = omx_shm_ring_slots(own);
@@ -96,12 +103,8 @@ static void wrong_word_ahead(void)
 
 static void publication_undone(void)
 {
-	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 22 };
-	int err = 0;
-	struct omx_shm_ring *own = omx_shm_ring_create(mac, 2, 2048, 64 << 10, 1, &err);
-	struct omx_shm_ring *prod = own ? omx_shm_ring_attach(mac, 2, &err) : NULL;
-	CHECK(own != NULL && prod != NULL);
-	if (!own || !prod)
+	struct omx_shm_ring *own, *prod;
+	if (!ring_pair(2, &own, &prod))
 		return;
 	uint64_t pos = __atomic_load_n(&prod->h->tail, __ATOMIC_RELAXED);
 	CHECK(push_frame(prod, 0x21) == 0);

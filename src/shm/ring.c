@@ -419,11 +419,17 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	 */
 	if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == pos + 1)
 		return -EAGAIN; /* skipped by the consumer meanwhile (we were stalled): a loss */
+	/* The publication before our look at `waiting`, which omx_shm_ring_arm sets before it looks
+	 * at the slot: without the fence each side could miss the other's store. A sequentially
+	 * consistent store would do it too, but GCC makes that an xchg: the locked instruction on
+	 * the line again. Under TSan, which has no fences (GCC: -Wtsan), it is that store. */
+#if defined(__SANITIZE_THREAD__)
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_SEQ_CST);
+#else
 	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
-	/* The publication before the look at `waiting`, which omx_shm_ring_arm sets before it looks
-	 * at the slot: without the fence each side could miss the other's store. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&h->waiting, __ATOMIC_RELAXED) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
+#endif
+	if (__atomic_load_n(&h->waiting, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
 		*doorbell = 1;
 	if (len > SLOT_HEAD_BYTES)
 		prefetch_slot_data(slot_at(r, pos + 1), len, PREFETCH_TX_MAX_BYTES, 1);

@@ -14,9 +14,10 @@
  * claimed but unpublished is skipped once its producer (the owner word, written with the slot's
  * first line just before publishing, names it and the round) is gone, or after one second if this
  * round's owner is not there yet (it died while copying the frame: a window of at most a few
- * microseconds). A late publication of a skipped slot is detected by the producer (its look at
- * the sequence word before the store that publishes) and counts as a lost frame, which the
- * protocol's retransmission recovers like any loss (a store racing the skip: omx_shm_ring_push).
+ * microseconds). A late publication of a skipped slot is detected by the producer (its
+ * compare-and-swap fails, or its look at the word before a plain store finds the skip's mark:
+ * publish_stored) and counts as a lost frame, which the protocol's retransmission recovers like
+ * any loss.
  *
  * Sleeping: before sleeping the consumer sets `waiting` and re-checks the ring; a producer that
  * finds `waiting` set after publishing clears it and tells its caller to ring the doorbell (a
@@ -353,6 +354,48 @@ static inline void prefetch_slot_data(const struct slot *s, size_t len, size_t m
  * payload is copied out. */
 #define PREFETCH_RX_MAX_BYTES 1024u
 
+/*
+ * The publication of the frame at position pos: its slot's word set to pos + 1, unless the
+ * consumer skipped the slot meanwhile (we stalled past STALL_NS: its mark is pos + 1 already),
+ * and ordered before our look at `waiting` (omx_shm_ring_arm sets it, then looks at the slot:
+ * each side must see the other's store). Two ways, measured (docs/performance.md, stop 48):
+ * - a frame of one line, by a compare-and-swap from the last round's word: far apart, a plain
+ *   store read 3-7% slower a hop at 0-8 B (omx_perf), near the same;
+ * - a longer frame, by a plain store after a look at the word: its lines past the first are
+ *   written first, and a locked instruction waits for all of them to leave; the consumer,
+ *   spinning on the first line, often took it back in between, and the publication paid a
+ *   second transfer (near: the ring alone 0.72x a hop at 64 B, omx_perf 0.92x).
+ * What a store cannot tell: a stall of a second right between the look and the store. That
+ * frame is lost unknown to us (retransmission recovers it), and were the slot reused meanwhile,
+ * the store leaves a wrong word in it: a later round's publication it undoes is skipped after
+ * STALL_NS (a loss); in a slot not yet claimed, the next producer publishes over it, both ways
+ * (anything but the skip's mark is written over).
+ */
+static inline int publish_locked(struct slot *s, uint64_t pos, uint64_t slots)
+{
+	uint64_t expect = pos + 1 - slots; /* the last round's publication or skip */
+	while (!__atomic_compare_exchange_n(&s->seq, &expect, pos + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		if (expect == pos + 1)
+			return -1;
+	return 0;
+}
+
+static inline int publish_stored(struct slot *s, uint64_t pos)
+{
+	if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == pos + 1)
+		return -1;
+	/* A sequentially consistent store would order it before the look at `waiting` too, but GCC
+	 * makes that an xchg, a locked instruction on the line again; under TSan, which has no
+	 * fences (GCC: -Wtsan), it is that store. */
+#if defined(__SANITIZE_THREAD__)
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_SEQ_CST);
+#else
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+	return 0;
+}
+
 int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned iovcnt, int *doorbell)
 {
 	struct ring_hdr *h = r->h;
@@ -404,31 +447,8 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	}
 	__atomic_store_n(&s->owner, SLOT_OWNER(r->pid, pos, r->shift), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, (uint32_t)len, __ATOMIC_RELAXED);
-	/*
-	 * Published by a plain store after a look at the word, not by a compare-and-swap: a locked
-	 * instruction first waits for the stores before it to leave, and the consumer, spinning on
-	 * this line, often took it back in between; the publication then paid a second transfer.
-	 * Measured with the vCPUs near (bench/ring_pingpong, docs/performance.md stop 48): a hop
-	 * 0.19-0.20 -> 0.13-0.14 us with 64 B messages (two-line frames), 0.16 -> 0.14 with 8 B;
-	 * omx_perf 64 B 0.92x. The look still makes a slot the consumer skipped while we stalled a
-	 * loss we know of. A stall of a second right between the look and the store is the one case
-	 * left: that frame is lost unknown to us (the protocol's retransmission recovers it), and
-	 * were the slot reused meanwhile, our store leaves a wrong word there: this round's
-	 * publication then waits for the consumer's skip (STALL_NS) and is lost, and a later
-	 * round's producer publishes over it (so anything but the skip's mark is written over).
-	 */
-	if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == pos + 1)
+	if (len <= SLOT_HEAD_BYTES ? publish_locked(s, pos, slots) : publish_stored(s, pos))
 		return -EAGAIN; /* skipped by the consumer meanwhile (we were stalled): a loss */
-	/* The publication before our look at `waiting`, which omx_shm_ring_arm sets before it looks
-	 * at the slot: without the fence each side could miss the other's store. A sequentially
-	 * consistent store would do it too, but GCC makes that an xchg: the locked instruction on
-	 * the line again. Under TSan, which has no fences (GCC: -Wtsan), it is that store. */
-#if defined(__SANITIZE_THREAD__)
-	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_SEQ_CST);
-#else
-	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
 	if (__atomic_load_n(&h->waiting, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&h->waiting, 0, __ATOMIC_SEQ_CST))
 		*doorbell = 1;
 	if (len > SLOT_HEAD_BYTES)
@@ -471,7 +491,7 @@ static __attribute__((noinline)) int ring_poll_frames(struct omx_shm_ring *r, om
 			continue;
 		}
 		/* The slot is free for this round (its word the last round's publication, or a late
-		 * producer's store, see omx_shm_ring_push): empty, or claimed but not published yet.
+		 * producer's store, see publish_locked): empty, or claimed but not published yet.
 		 * Either way a live producer publishes within nanoseconds: whether one died holding the
 		 * slot is looked into once every TAIL_CHECK polls only. The tail is on a line every
 		 * producer writes, so each read of it costs the next push a miss, and a stall starts

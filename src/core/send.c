@@ -300,15 +300,22 @@ void omx__release_throttled(struct omx_partner *p)
 	}
 }
 
+/* How many of our sends `ack` newly acknowledges; 0 when it takes none (not connected, another
+ * session, nothing new, or past what was sent): omx__ack_received and omx__ack_defer's merge. */
+static inline uint16_t ack_newly(const struct omx_partner *p, uint16_t ack)
+{
+	if (p->next_acked_seq == OMX_SEQ_UNCONNECTED || omx_seq_sesnum(ack) != omx_seq_sesnum(p->next_send_seq))
+		return 0;
+	uint16_t newly = omx_seq_diff(ack, p->next_acked_seq);
+	return newly <= sends_unacked(p) ? newly : 0;
+}
+
 /* Release requests acked by `ack` (wire.md 7.2). */
 void omx__ack_received(struct omx_partner *p, uint16_t ack)
 {
 	struct omx_endpoint *ep = p->ep;
-	if (p->next_acked_seq == OMX_SEQ_UNCONNECTED || omx_seq_sesnum(ack) != omx_seq_sesnum(p->next_send_seq))
-		return;
-	uint16_t newly = omx_seq_diff(ack, p->next_acked_seq);
-	uint16_t missing = sends_unacked(p);
-	if (newly == 0 || newly > missing)
+	uint16_t newly = ack_newly(p, ack);
+	if (!newly)
 		return;
 	union omx_request *r;
 	while ((r = (union omx_request *)omx_list_first(&p->non_acked, omx_req_t, queue_elt))) {
@@ -352,14 +359,6 @@ void omx__ack_received(struct omx_partner *p, uint16_t ack)
  * one now: a ping-pong's next message often comes before a pass took the last one's ack, and
  * taking it then put ~50 instructions between that message and its answer.
  */
-static inline uint16_t ack_newly(const struct omx_partner *p, uint16_t ack)
-{
-	if (omx_seq_sesnum(ack) != omx_seq_sesnum(p->next_send_seq))
-		return 0;
-	uint16_t newly = omx_seq_diff(ack, p->next_acked_seq);
-	return newly <= sends_unacked(p) ? newly : 0; /* what omx__ack_received accepts */
-}
-
 void omx__ack_defer(struct omx_partner *p, uint16_t ack)
 {
 	if (omx_list_linked(&p->ack_deferred_elt)) {

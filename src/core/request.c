@@ -123,8 +123,11 @@ void omx__req_free(union omx_request *r)
 		if (r->s.u.send.data && r->s.u.send.data != r->s.inline_data)
 			bounce_put(r->s.ep, r->s.u.send.data, r->s.u.send.data_cap);
 	} else if (r->s.type == OMX_REQ_RECV || r->s.type == OMX_REQ_RECV_LARGE) {
-		omx__unexp_uncharge(r);
-		free(r->s.u.recv.unexp_buf);
+		/* Only unexpected messages have either: a posted receive skips both calls. */
+		if (r->s.u.recv.unexp_charge)
+			omx__unexp_uncharge(r);
+		if (r->s.u.recv.unexp_buf)
+			free(r->s.u.recv.unexp_buf);
 	}
 #if REQ_CACHE_MAX > 0
 	struct omx_endpoint *ep = r->s.ep;

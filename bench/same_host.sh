@@ -29,6 +29,8 @@
 # A mode may carry extra variables: "shm+OMX_SHARED_RNDV_THRESHOLD=16384", "twocopy+OMX_SHARED_NT_THRESHOLD=0",
 # "mpi-omx+OMX_PROGRESS_THREAD=0" (exported to both ranks).
 # Environment: OMX_BUILD [./build], MTU [9000] of the interface, MODES ["shm twocopy frames"],
+# PAIRS ("shm/vader-none shm/vader-cma": a ratio line per length, A's time over B's, run by
+# run, as for BASE_BUILD; both modes must be in MODES),
 # BASE_BUILD (another build tree, e.g. of an earlier commit: every mode also runs as "mode~base"
 # with that build's omx_perf, self_pingpong, ring_pingpong and provider, right before or after the
 # mode in each run, alternately (ABBA); then a ratio line per length compares the two run by run,
@@ -264,8 +266,8 @@ for state in (("near", "far apart") if near > 0 else ("unprobed",)):
         by_len[l].append(v[0][0] / v[1][0])
     for l in sorted(by_len):
         q = sorted(by_len[l])
-        print("%-18s %9d  %9.3f x base (%d runs both %s, %.3f-%.3f; lower is faster)" % (sys.argv[1], l,
-              statistics.median(q), len(q), state, q[0], q[-1]))
+        print("%-18s %9d  %9.3f x %s (%d runs both %s, %.3f-%.3f; lower is faster)" % (sys.argv[1], l,
+              statistics.median(q), sys.argv[3], len(q), state, q[0], q[-1]))
 '
 if [ -n "${BASE_BUILD:-}" ]; then
 	for place in $PLACES; do
@@ -280,8 +282,23 @@ if [ -n "${BASE_BUILD:-}" ]; then
 					p=$(cat "$TMP/$m@$place.$r.probe" 2>/dev/null)
 					awk -v r="$r" -v p="$p" -v b="$b" -F, 'NF {print r","$1","$3","p","b}' "$TMP/$m@$place.$r.csv"
 				done
-			done | python3 -c "$RATIO" "$label" "$NEAR"
+			done | python3 -c "$RATIO" "$label" "$NEAR" base
 		done
 	done
 fi
+# PAIRS: A's time over B's, run by run (the two run next to each other in a run: the same state
+# of the VM far more often than two medians over the whole invocation are).
+for pair in ${PAIRS:-}; do
+	a=${pair%/*} b=${pair#*/}
+	for place in $PLACES; do
+		for ((r = 0; r < RUNS; r++)); do
+			for m in "$a" "$b"; do
+				[ -f "$TMP/$m@$place.$r.csv" ] || continue
+				p=$(cat "$TMP/$m@$place.$r.probe" 2>/dev/null)
+				awk -v r="$r" -v p="$p" -v b="$([ "$m" = "$b" ] && echo 1 || echo 0)" -F, \
+					'NF {print r","$1","$3","p","b}' "$TMP/$m@$place.$r.csv"
+			done
+		done | python3 -c "$RATIO" "$a@$place" "$NEAR" "$b"
+	done
+done
 exit 0

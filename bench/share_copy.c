@@ -204,6 +204,9 @@ int main(int argc, char **argv)
 				c->mbs[m][r] = 2.0 * (double)len * (double)iters / (now_s() - t0) / 1e6;
 		}
 	}
+	free(recv_buf);
+	free(private_buf[0]);
+	free(private_buf[1]);
 	if (me)
 		return 0;
 	int status;

@@ -21,7 +21,10 @@ struct export_ent {
 	uint32_t pid;
 	uint32_t seqnum;
 	uint32_t nseg;
-	uint32_t pad;
+	/* The sender's CPU + 1 when it exported (0: not known; rings of earlier libraries wrote 0
+	 * here): a receiver on that same CPU reads the message alone, since the sender could not
+	 * help at the same time (export.c). */
+	uint32_t cpu;
 	uint64_t total;
 	uint64_t seg[OMX_SHM_EXPORT_SEGS][2]; /* address, length */
 	/* The cooperative single copy (export.c). `coop` is (seqnum << 8) | COOP_*: the use of the

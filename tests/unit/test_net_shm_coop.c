@@ -6,9 +6,12 @@
  * (the receiver reports -ESRCH, no hang), and a stale receiver that must not open a newer use of
  * the export.
  * Whether the sender gets a chunk before the receiver has claimed them all is up to the
- * scheduler: those cases retry with a new use of the export, and fail after 8 tries.
+ * scheduler: those cases retry with a new use of the export, and fail after 8 tries. They pin
+ * the two processes to different CPUs (a receiver on the sender's CPU reads alone, which the
+ * last case checks), and are skipped with fewer than two CPUs.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +129,17 @@ static void sender(int to_parent, int from_parent, enum sender_mode mode, unsign
 	_exit(0);
 }
 
+/* Pin the calling process to cpu: 0, or -1. */
+static int pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+static int sender_cpu = -1; /* where start_sender pins its sender (-1: nowhere) */
+
 struct peer_proc {
 	pid_t pid;
 	int rd, wr; /* from it, to it */
@@ -142,6 +156,8 @@ static struct peer_proc start_sender(enum sender_mode mode, unsigned use, uid_t 
 		close(up[0]);
 		close(down[1]);
 		if (uid && (setgid(uid) || setuid(uid)))
+			_exit(3);
+		if (sender_cpu >= 0 && pin(sender_cpu) < 0)
 			_exit(3);
 		sender(up[1], down[0], mode, use);
 	}
@@ -321,6 +337,28 @@ static void stale_use(uint8_t *buf)
 	CHECK(stop_sender(&s) == 0);
 }
 
+/* Both processes on one CPU: the receiver reads the whole message itself, without opening the
+ * export to the sender (whose help could only come in turns with its own reads). */
+static void same_cpu(uint8_t *buf, int cpu)
+{
+	int saved = sender_cpu;
+	sender_cpu = cpu;
+	struct peer_proc s = start_sender(IDLE, 70, 0);
+	CHECK(s.pid > 0);
+	uint64_t bad;
+	CHECK(receive(70, buf, &bad) == 0 && bad == 0);
+	int err;
+	struct omx_shm_ring *peer = omx_shm_ring_attach(mac, 3, &err);
+	CHECK(peer != NULL);
+	if (peer) {
+		CHECK(__atomic_load_n(&peer->h->exports[4].cpu, __ATOMIC_ACQUIRE) == (uint32_t)cpu + 1u);
+		CHECK(__atomic_load_n(&peer->h->exports[4].coop, __ATOMIC_ACQUIRE) == (70u << 8 | COOP_IDLE));
+		omx_shm_ring_close(peer);
+	}
+	CHECK(stop_sender(&s) == 0);
+	sender_cpu = saved;
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/omx-coop-test.XXXXXX");
@@ -331,12 +369,30 @@ int main(void)
 	uint8_t *buf = malloc(LEN + 1);
 	if (!buf)
 		return 1;
-	helped(buf);
+	/* The cases where the sender must help run with the two processes on CPUs 0 and 1. */
+	int two = pin(0) == 0;
+	if (two) {
+		sender_cpu = 1;
+		struct peer_proc probe = start_sender(IDLE, 1, 0);
+		two = probe.pid > 0; /* its pin to CPU 1 failed: exit 3 before exporting */
+		if (probe.pid != -1)
+			(void)stop_sender(&probe);
+	}
+	if (two) {
+		helped(buf);
+		failing_sender(buf);
+		sender_dies();
+	} else {
+		sender_cpu = -1;
+		printf("helped, failing_sender, sender_dies: skipped (no two CPUs to pin the sender and the receiver to)\n");
+	}
 	alone(buf);
 	other_user(buf);
-	failing_sender(buf);
-	sender_dies();
 	stale_use(buf);
+	int cpu = sched_getcpu();
+	CHECK(cpu >= 0);
+	if (cpu >= 0 && pin(cpu) == 0)
+		same_cpu(buf, cpu);
 	free(buf);
 	return unit_finish(dir);
 }

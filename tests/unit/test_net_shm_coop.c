@@ -6,9 +6,10 @@
  * (the receiver reports -ESRCH, no hang), and a stale receiver that must not open a newer use of
  * the export.
  * Whether the sender gets a chunk before the receiver has claimed them all is up to the
- * scheduler: those cases retry with a new use of the export, and fail after 8 tries. They pin
- * the two processes to different CPUs (a receiver on the sender's CPU reads alone, which the
- * last case checks), and are skipped with fewer than two CPUs.
+ * scheduler: those cases retry with a new use of the export, and fail after 8 tries. They, and
+ * the other user's sender, need the export opened: they pin the two processes to different CPUs
+ * (a receiver on the sender's CPU reads alone, which the last case checks), and are skipped
+ * with fewer than two CPUs.
  */
 #include <errno.h>
 #include <sched.h>
@@ -380,14 +381,15 @@ int main(void)
 	}
 	if (two) {
 		helped(buf);
+		other_user(buf); /* its sender looks for an opened export until it has been */
 		failing_sender(buf);
 		sender_dies();
 	} else {
 		sender_cpu = -1;
-		printf("helped, failing_sender, sender_dies: skipped (no two CPUs to pin the sender and the receiver to)\n");
+		printf("helped, other_user, failing_sender, sender_dies: skipped (no two CPUs to pin the sender and the "
+		       "receiver to)\n");
 	}
 	alone(buf);
-	other_user(buf);
 	stale_use(buf);
 	int cpu = sched_getcpu();
 	CHECK(cpu >= 0);

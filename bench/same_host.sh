@@ -235,11 +235,14 @@ for ((r = 0; r < RUNS; r++)); do
 		done
 	done
 done
+# The label of a mode's lines at a placement (the medians' and the ratios').
+mode_label() {
+	if [ "$PLACES" != any ]; then echo "$1@$2"; else echo "$1"; fi
+}
 NEAR=$(cat "$TMP"/*.probe 2>/dev/null | awk 'NF && (m == "" || $1 < m) {m = $1} END {print m}')
 for place in $PLACES; do
 	for mode in $(ab_modes 0); do
-		label=$mode
-		[ "$PLACES" != any ] && label="$mode@$place"
+		label=$(mode_label "$mode" "$place")
 		for ((r = 0; r < RUNS; r++)); do
 			[ -f "$TMP/$mode@$place.$r.csv" ] || continue
 			p=$(cat "$TMP/$mode@$place.$r.probe" 2>/dev/null)
@@ -269,36 +272,31 @@ for state in (("near", "far apart") if near > 0 else ("unprobed",)):
         print("%-18s %9d  %9.3f x %s (%d runs both %s, %.3f-%.3f; lower is faster)" % (sys.argv[1], l,
               statistics.median(q), sys.argv[3], len(q), state, q[0], q[-1]))
 '
+# ratio_feed A B PLACE: A's and B's runs as RATIO reads them (B flagged 1), run by run
+ratio_feed() {
+	local r m p
+	for ((r = 0; r < RUNS; r++)); do
+		for m in "$1" "$2"; do
+			[ -f "$TMP/$m@$3.$r.csv" ] || continue
+			p=$(cat "$TMP/$m@$3.$r.probe" 2>/dev/null)
+			awk -v r="$r" -v p="$p" -v b="$([ "$m" = "$2" ] && echo 1 || echo 0)" -F, \
+				'NF {print r","$1","$3","p","b}' "$TMP/$m@$3.$r.csv"
+		done
+	done
+}
 if [ -n "${BASE_BUILD:-}" ]; then
 	for place in $PLACES; do
 		for mode in $MODES; do
-			label="$mode"
-			[ "$PLACES" != any ] && label="$mode@$place"
-			for ((r = 0; r < RUNS; r++)); do
-				for b in 0 1; do
-					m=$mode
-					[ $b = 1 ] && m="$mode~base"
-					[ -f "$TMP/$m@$place.$r.csv" ] || continue
-					p=$(cat "$TMP/$m@$place.$r.probe" 2>/dev/null)
-					awk -v r="$r" -v p="$p" -v b="$b" -F, 'NF {print r","$1","$3","p","b}' "$TMP/$m@$place.$r.csv"
-				done
-			done | python3 -c "$RATIO" "$label" "$NEAR" base
+			ratio_feed "$mode" "$mode~base" "$place" | python3 -c "$RATIO" "$(mode_label "$mode" "$place")" "$NEAR" base
 		done
 	done
 fi
 # PAIRS: A's time over B's, run by run (the two run next to each other in a run: the same state
 # of the VM far more often than two medians over the whole invocation are).
 for pair in ${PAIRS:-}; do
-	a=${pair%/*} b=${pair#*/}
 	for place in $PLACES; do
-		for ((r = 0; r < RUNS; r++)); do
-			for m in "$a" "$b"; do
-				[ -f "$TMP/$m@$place.$r.csv" ] || continue
-				p=$(cat "$TMP/$m@$place.$r.probe" 2>/dev/null)
-				awk -v r="$r" -v p="$p" -v b="$([ "$m" = "$b" ] && echo 1 || echo 0)" -F, \
-					'NF {print r","$1","$3","p","b}' "$TMP/$m@$place.$r.csv"
-			done
-		done | python3 -c "$RATIO" "$a@$place" "$NEAR" "$b"
+		ratio_feed "${pair%/*}" "${pair#*/}" "$place" |
+			python3 -c "$RATIO" "$(mode_label "${pair%/*}" "$place")" "$NEAR" "${pair#*/}"
 	done
 done
 exit 0

@@ -60,7 +60,8 @@ static void pin(int cpu)
 	cpu_set_t s;
 	CPU_ZERO(&s);
 	CPU_SET(cpu, &s);
-	(void)sched_setaffinity(0, sizeof(s), &s);
+	if (sched_setaffinity(0, sizeof(s), &s) < 0) /* the figures are then not two CPUs' */
+		fprintf(stderr, "share_copy: cannot pin to CPU %d, running unpinned\n", cpu);
 }
 
 static void *map_shared(size_t len, int fd)

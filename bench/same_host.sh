@@ -7,7 +7,9 @@
 #
 # Modes: shm (default: shared-memory rings + single copy above OMX_SHARED_RNDV_THRESHOLD),
 # twocopy (OMX_SHARED_SINGLE_COPY=0: large messages pulled through the rings), frames
-# (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path);
+# (OMX_DISABLE_SHARED=1: frames over Unix datagram sockets, the previous path); pool (shm with
+# omx_perf -A: both sides' buffers from omx_shared_alloc, read by the receiver with one memcpy
+# from OMX_SHARED_POOL_RNDV on);
 # vader-cma / vader-none: Open MPI (ob1, btl vader,self) with btl_vader_single_copy_mechanism
 # cma / none (bench/mpi_shm_pingpong.c, compiled with mpicc here; mpirun as root); ucx: the same
 # program over Open MPI's pml ucx with UCX's shared-memory transports (UCX_TLS=sm,self); mpi-omx:
@@ -124,7 +126,7 @@ pin() {
 	esac
 }
 run_once() { # mode place run
-	local mode=$1 place=$2 r=$3 out="$TMP/$1@$2.$3.csv" extra=() yield=()
+	local mode=$1 place=$2 r=$3 out="$TMP/$1@$2.$3.csv" extra=() yield=() popt=()
 	local b=$BUILD perf=$PERF self=${SELF:-$BUILD/bench/self_pingpong}
 	if [[ $mode == *"~base" ]]; then
 		mode=${mode%~base} b=$BASE_BUILD perf=$BASE_BUILD/tools/omx_perf self=$BASE_BUILD/bench/self_pingpong
@@ -194,6 +196,7 @@ run_once() { # mode place run
 		return
 		;;
 	shm*) ;;
+	pool*) popt=(-A) ;;
 	twocopy*) extra=(OMX_SHARED_SINGLE_COPY=0) ;;
 	frames*) extra=(OMX_DISABLE_SHARED=1) ;;
 	*) echo "unknown mode $mode" >&2; exit 2 ;;
@@ -207,7 +210,7 @@ run_once() { # mode place run
 		grep -q '^Starting receiver' "$TMP/server.log" 2>/dev/null && break
 		sleep 0.05
 	done
-	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 1) "$perf" -d "$H:0" -e 1 -P 0 -c - "${yield[@]}" "${WARM[@]}" "$@" \
+	omx_host_exec 0 "${envs[@]}" timeout 300 $(pin "$place" 1) "$perf" -d "$H:0" -e 1 -P 0 -c - "${yield[@]}" "${popt[@]}" "${WARM[@]}" "$@" \
 		2>/dev/null | grep -E '^[0-9]+,' >"$out"
 	wait $srv
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "open-mx.h"
+#include "omx_shared_alloc.h"
 #include "omx_tool.h"
 #include "core/core.h" /* only to let the server linger until its last replies are acknowledged */
 
@@ -122,6 +123,7 @@ static void usage(FILE *f)
 		" -r <n>\tserver endpoint id [0]\n"
 		" -a\tuse 64 KiB aligned buffers\n"
 		" -H\tuse buffers of transparent huge pages (2 MiB aligned, MADV_HUGEPAGE), both sides\n"
+		" -A\tuse buffers from omx_shared_alloc (same-host receivers read them with one memcpy), both sides\n"
 		" -S <n>\tstart length [0]\n"
 		" -E <n>\tend length, exclusive [4194305]\n"
 		" -M <n>\tlength multiplier [2]\n"
@@ -322,6 +324,8 @@ static void *alloc_buffer(uint64_t len, int align)
 			return NULL;
 		if (madvise(b, n, MADV_HUGEPAGE) < 0)
 			verbose("madvise(MADV_HUGEPAGE): %s (buffers keep small pages)\n", strerror(errno));
+	} else if (align == 3) {
+		b = omx_shared_alloc(n);
 	} else if (align) {
 		if (posix_memalign(&b, ALIGNMENT, n))
 			return NULL;
@@ -331,6 +335,14 @@ static void *alloc_buffer(uint64_t len, int align)
 	if (b)
 		memset(b, 0xa5, n);
 	return b;
+}
+
+static void free_buffer(void *b, int align)
+{
+	if (align == 3)
+		(void)omx_shared_free(b);
+	else
+		free(b);
 }
 
 static void print_params(const char *who, const struct perf_params *p)
@@ -425,8 +437,8 @@ static int serve_one(omx_endpoint_t ep)
 	void *buf = alloc_buffer(largest, p.align), *sbuf = alloc_buffer(largest, p.align);
 	if (!buf || !sbuf) {
 		errmsg("cannot allocate two %" PRIu64 "-byte buffers for client %s", largest, host);
-		free(buf);
-		free(sbuf);
+		free_buffer(buf, p.align);
+		free_buffer(sbuf, p.align);
 		return -1;
 	}
 	r = do_send(ep, NULL, 0, client, PERF_REPLY_MATCH, 1, &st);
@@ -463,8 +475,8 @@ static int serve_one(omx_endpoint_t ep)
 	verbose("Done with client %s endpoint %" PRIu32 "\n", host, peer_ep);
 	ret = 0;
 out:
-	free(buf);
-	free(sbuf);
+	free_buffer(buf, p.align);
+	free_buffer(sbuf, p.align);
 	return ret;
 }
 
@@ -504,8 +516,8 @@ static int run_client(omx_endpoint_t ep, uint64_t dest_nic, FILE *csv)
 	void *rbuf = alloc_buffer(largest, p->align);
 	if (!sbuf || !rbuf) {
 		errmsg("cannot allocate two %" PRIu64 "-byte buffers", largest);
-		free(sbuf);
-		free(rbuf);
+		free_buffer(sbuf, p->align);
+		free_buffer(rbuf, p->align);
 		return -1;
 	}
 	int ret = -1;
@@ -577,8 +589,8 @@ static int run_client(omx_endpoint_t ep, uint64_t dest_nic, FILE *csv)
 	}
 	ret = 0;
 out:
-	free(sbuf);
-	free(rbuf);
+	free_buffer(sbuf, p->align);
+	free_buffer(rbuf, p->align);
 	return ret;
 }
 
@@ -598,7 +610,7 @@ int main(int argc, char *argv[])
 
 	out = stdout;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:swyvd:r:aHS:E:M:I:N:W:P:UYTc:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:swyvd:r:aHAS:E:M:I:N:W:P:UYTc:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': opt.board = (uint32_t)parse_num('b', optarg, 255); break;
 		case 'e':
@@ -613,6 +625,7 @@ int main(int argc, char *argv[])
 		case 'r': opt.remote_endpoint = (uint32_t)parse_num('r', optarg, 255); client_only = 'r'; break;
 		case 'a': opt.p.align = 1; client_only = 'a'; break;
 		case 'H': opt.p.align = 2; client_only = 'H'; break;
+		case 'A': opt.p.align = 3; client_only = 'A'; break;
 		case 'S': opt.p.min = parse_num('S', optarg, UINT64_MAX); client_only = 'S'; break;
 		case 'E': opt.p.max = parse_num('E', optarg, UINT64_MAX); client_only = 'E'; break;
 		case 'M': opt.p.multiplier = parse_num('M', optarg, UINT64_MAX); client_only = 'M'; break;

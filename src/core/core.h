@@ -97,6 +97,8 @@ struct omx_config {
 	uint32_t idle_pass_every;     /* OMX_IDLE_PASS_EVERY: full pass on every Nth call finding the ring empty */
 	uint32_t shared_ring_kb;      /* OMX_SHARED_RING_KB: receive ring per endpoint; 0 = auto */
 	int shared_ring_lock;         /* OMX_SHARED_RING_LOCK: mlock it (best effort) */
+	uint64_t shared_pool_bytes;   /* OMX_SHARED_POOL_MB: the reservation of omx_shared_alloc's pool */
+	uint32_t shared_pool_rndv;    /* OMX_SHARED_POOL_RNDV: pool buffers from this size take the single copy */
 };
 extern struct omx_config omx__cfg;
 
@@ -784,6 +786,7 @@ void omx__shared_pulled(struct omx_partner *p, uint32_t len, uint64_t start_ns);
 /* Unacked messages allowed to a same-host partner (send.c send_window); 0 without a ring. */
 uint16_t omx__shared_send_window(struct omx_endpoint *ep);
 void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */
+int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg); /* all in our pool (omx_shared_alloc)? */
 int omx__shared_export(union omx_request *r); /* 1: a same-host receiver can copy it directly */
 void omx__shared_unexport(struct omx_endpoint *ep, int region);
 void omx__shared_coop_serve(struct omx_endpoint *ep); /* our part of our receivers' single copies */
@@ -797,6 +800,7 @@ int omx__shared_mode_string(char *buf, size_t len);
 void omx__shared_single_copy_text(char *buf, size_t len);
 void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled,
 			uint64_t *coop_written, uint64_t *chosen_pulls);
+uint64_t omx__shared_pool_copies(void); /* of the single copies, those read from senders' pools */
 void omx__shared_check_partners(struct omx_endpoint *ep, uint64_t now);
 
 /* board.c: host query/reply and periodic queries */

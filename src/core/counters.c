@@ -29,6 +29,7 @@ const char *const omx__counter_extra_labels[OMX_COUNTER_EXTRA] = {
 	"Split Receive Placed Bytes", "Single-Copy Bytes Written For Receivers", "Split Receive Lane Switches",
 	"Refused While Closing", "Probe Partner Owing Notify", "Same-Host Partner Gone", "Resend Asked (Unexpected Room Back)",
 	"Sends Unacked at Close", "Wait Slept During Transfer", "Huge-Page Bytes Collapsed",
+	"Single-Copy Bytes From Shared Pools",
 };
 
 const char *omx__counter_label(int slot)

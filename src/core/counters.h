@@ -31,7 +31,7 @@
 #define OMX_COUNTERS_VERSION 1u
 #define OMX_COUNTERS_HEADER 256u
 #define OMX_COUNTER_SPEC 85
-#define OMX_COUNTER_EXTRA 26
+#define OMX_COUNTER_EXTRA 27
 #define OMX_COUNTER_SLOTS (OMX_COUNTER_SPEC + OMX_COUNTER_EXTRA)
 #define OMX_COUNTERS_FILE_SIZE 4096u
 
@@ -66,6 +66,7 @@ enum {
 	OMX_C_X_UNACKED_AT_CLOSE = 108,   /* sends still unacked when a closing endpoint stopped lingering */
 	OMX_C_X_WAIT_SLEEP_XFER = 109,    /* blocking waits that went to sleep with a large transfer or a medium in flight */
 	OMX_C_X_HUGE_COLLAPSED_BYTES = 110, /* bytes of our large same-host buffers moved to huge pages (shm/huge.c) */
+	OMX_C_X_POOL_COPY_BYTES = 111,    /* single-copy bytes read from senders' shared pools (omx_shared_alloc) */
 };
 
 struct omx_counters_file {

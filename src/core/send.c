@@ -548,7 +548,10 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 	uint32_t medium_max = omx__wp_for(ep, r->s.partner->mac)->medium_max;
 	if (threshold > medium_max)
 		threshold = medium_max;
-	if (synchronous || len > threshold) {
+	/* From our shared pool, a same-host receiver reads it with one memcpy: cheaper than the
+	 * eager medium's two copies from OMX_SHARED_POOL_RNDV on. */
+	if (synchronous || len > threshold ||
+	    (len >= omx__cfg.shared_pool_rndv && same_host(r->s.partner) && omx__shared_pooled(r->s.segs, r->s.nseg))) {
 		r->s.type = OMX_REQ_SEND_LARGE;
 		return OMX_SUCCESS;
 	}
@@ -706,7 +709,7 @@ static uint32_t medium_local_len(struct omx_endpoint *ep, struct omx_partner *p,
 	}
 	const struct omx_wire_params *wp = &ep->wp_local;
 	if (len <= OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold || len > wp->medium_frag_max ||
-	    len > wp->medium_max)
+	    len > wp->medium_max || (len >= omx__cfg.shared_pool_rndv && omx__shared_pooled(segs, nseg)))
 		return UINT32_MAX;
 	return local_send_open(p) && medium_room_for(p, len) ? (uint32_t)len : UINT32_MAX;
 }

@@ -24,10 +24,12 @@
 
 #include "core/core.h"
 #include "core/counters.h"
+#include "omx_shared_alloc.h"
 #include "shm/shm.h"
 
 static struct {
 	uint64_t single_copies, single_copy_bytes, fallbacks;
+	uint64_t pool_copies; /* single copies read from a sender's shared pool (memcpy) */
 	uint64_t coop_written_bytes; /* by us, into our receivers' buffers */
 	uint64_t pulled; /* rendezvous the sender offered for pulling only (its policy) */
 	uint64_t chosen_pulls; /* rendezvous offered for the single copy that we pulled (adaptive) */
@@ -154,6 +156,41 @@ static void huge_use(struct omx_endpoint *ep, const struct iovec *iov, unsigned 
 		omx__count_add(ep->board, OMX_C_X_HUGE_COLLAPSED_BYTES, collapsed);
 }
 
+/* ---- shared buffers (shm/pool.c) ---- */
+
+int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg)
+{
+	struct iovec iov[OMX_SHM_EXPORT_SEGS];
+	if (!nseg || nseg > OMX_SHM_EXPORT_SEGS)
+		return 0;
+	for (uint32_t i = 0; i < nseg; i++) {
+		iov[i].iov_base = segs[i].ptr;
+		iov[i].iov_len = segs[i].len;
+	}
+	return omx_shm_pool_contains(iov, nseg) != 0;
+}
+
+void *omx_shared_alloc(size_t length)
+{
+	if (!__atomic_load_n(&omx__cfg.loaded, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&omx__g.lock);
+		omx__config_load_open();
+		pthread_mutex_unlock(&omx__g.lock);
+	}
+	int err;
+	void *p = omx_shm_pool_alloc(length, omx__cfg.shared_pool_bytes, &err);
+	if (!p)
+		omx__verbose("omx_shared_alloc(%zu): %s\n", length, strerror(-err));
+	return p;
+}
+
+omx_return_t omx_shared_free(void *ptr)
+{
+	if (!ptr)
+		return OMX_SUCCESS;
+	return omx_shm_pool_free(ptr) == 0 ? OMX_SUCCESS : OMX_BAD_ERROR;
+}
+
 int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
@@ -164,7 +201,8 @@ int omx__shared_export(union omx_request *r)
 	 * AMD VM when same-host replies had the interface's size; since stop 28 they carry 32 KiB
 	 * in the extended mode whatever the MTU, wire.c). Where the receiver chooses from what each
 	 * way took (adapted()), offer both. */
-	int pull_pays = !adapted(r->s.total_len) && r->s.total_len < omx__cfg.shared_single_copy_min &&
+	int pooled = omx__shared_pooled(r->s.segs, r->s.nseg);
+	int pull_pays = !pooled && !adapted(r->s.total_len) && r->s.total_len < omx__cfg.shared_single_copy_min &&
 			ep->wp_local.pull_reply_max >= PULL_REPLY_PAYS;
 	if (!omx__cfg.shared_single_copy || pull_pays) {
 		/* Single copy off, or dearer than pulling here: say so, the receiver pulls without
@@ -183,11 +221,12 @@ int omx__shared_export(union omx_request *r)
 	int region = r->s.u.send.region;
 	int e = omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)region, r->s.u.send.region_seqnum, iov,
 			       n ? n : OMX_SHM_EXPORT_SEGS + 1, r->s.total_len);
-	int single = e == 0 && n > 0 && !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED);
-	if (single)
+	int single = e == 0 && n > 0 && (pooled || !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED));
+	if (single && !pooled)
 		huge_use(ep, iov, n, r->s.total_len);
-	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve). */
-	if (single && coop_chunk(r->s.total_len))
+	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve); not of a pooled
+	 * buffer, which it reads with memcpy alone. */
+	if (single && !pooled && coop_chunk(r->s.total_len))
 		coop_mark(ep, region, 1);
 	return single;
 }
@@ -226,11 +265,15 @@ int omx__shared_single_copy(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
 	struct omx_partner *p = r->s.partner;
-	if (!omx__cfg.shared_single_copy || __atomic_load_n(&stats.denied, __ATOMIC_RELAXED) ||
-	    !omx__partner_shared(p))
+	if (!omx__cfg.shared_single_copy || !omx__partner_shared(p))
 		return 0;
 	struct omx_shm_ring *peer = omx_net_local_peer_ring_routed(ep->local, &p->route, p->mac, p->endpoint_index);
 	if (!peer)
+		return 0;
+	/* A buffer of the sender's shared pool: one memcpy, always the cheaper way, alone, and
+	 * needing no permission to read another process's memory. */
+	int pooled = omx_shm_export_pooled(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum);
+	if (!pooled && __atomic_load_n(&stats.denied, __ATOMIC_RELAXED))
 		return 0;
 	uint32_t X = r->s.status.xfer_length;
 	struct iovec stack[8], *iov = r->s.nseg <= 8 ? stack : malloc(r->s.nseg * sizeof(*iov));
@@ -242,8 +285,9 @@ int omx__shared_single_copy(union omx_request *r)
 	}
 	/* Counted whichever way this one takes: the choice below times the single copy, whose
 	 * sender writes into this buffer too, against pulls. */
-	huge_use(ep, iov, r->s.nseg, X);
-	int adaptive = adapted(X);
+	if (!pooled)
+		huge_use(ep, iov, r->s.nseg, X);
+	int adaptive = !pooled && adapted(X);
 	if (adaptive && !omx_copy_choice_single(&p->copy_choice, X, X >= omx__cfg.shared_single_copy_min)) {
 		__atomic_fetch_add(&stats.chosen_pulls, 1, __ATOMIC_RELAXED);
 		if (iov != stack)
@@ -252,10 +296,14 @@ int omx__shared_single_copy(union omx_request *r)
 	}
 	uint64_t start = adaptive ? omx_now_ns() : 0;
 	int e = omx_shm_single_copy(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum, iov, r->s.nseg, X,
-				    coop_chunk(X));
+				    pooled ? 0 : coop_chunk(X));
 	if (iov != stack)
 		free(iov);
-	if (e == 0) {
+	if (e == 1) { /* from the sender's pool */
+		__atomic_fetch_add(&stats.pool_copies, 1, __ATOMIC_RELAXED);
+		omx__count_add(ep->board, OMX_C_X_POOL_COPY_BYTES, X);
+	}
+	if (e == 0 || e == 1) {
 		if (adaptive)
 			omx_copy_choice_record(&p->copy_choice, X, 1, omx_now_ns() - start);
 		__atomic_fetch_add(&stats.single_copies, 1, __ATOMIC_RELAXED);
@@ -374,6 +422,11 @@ void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallb
 	*single_copies = __atomic_load_n(&stats.single_copies, __ATOMIC_RELAXED);
 	*bytes = __atomic_load_n(&stats.single_copy_bytes, __ATOMIC_RELAXED);
 	*fallbacks = __atomic_load_n(&stats.fallbacks, __ATOMIC_RELAXED);
+}
+
+uint64_t omx__shared_pool_copies(void)
+{
+	return __atomic_load_n(&stats.pool_copies, __ATOMIC_RELAXED);
 }
 
 /* Two waits no timer ends, when the partner is an endpoint of this host: a large send acked on

@@ -36,7 +36,11 @@ int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const s
 	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED) & ~1u;
 	__atomic_store_n(&e->gen, g + 1u, __ATOMIC_RELAXED);
 	int ok = segs && nseg <= OMX_SHM_EXPORT_SEGS;
-	__atomic_store_n(&e->valid, (uint32_t)ok, __ATOMIC_RELEASE);
+	/* A buffer of our shared pool: the receiver may read it from the pool's file (pool.c). */
+	uint32_t pool_id = ok ? omx_shm_pool_contains(segs, nseg) : 0;
+	if (pool_id && __atomic_load_n(&own->h->pool_id, __ATOMIC_RELAXED) != pool_id)
+		__atomic_store_n(&own->h->pool_id, pool_id, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->valid, !ok ? 0u : pool_id ? EXPORT_POOLED : 1u, __ATOMIC_RELEASE);
 	/* Invalid entries name their use too: the receiver tells "pull this one" from a stale entry. */
 	__atomic_store_n(&e->seqnum, seqnum, __ATOMIC_RELEASE);
 	if (ok) {
@@ -253,6 +257,15 @@ static int wait_sender(struct omx_shm_ring *peer, struct export_ent *e, uint64_t
 	return 0;
 }
 
+int omx_shm_export_pooled(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum)
+{
+	struct export_ent *e = &peer->h->exports[id];
+	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+	int pooled = __atomic_load_n(&e->valid, __ATOMIC_ACQUIRE) == EXPORT_POOLED &&
+		     __atomic_load_n(&e->seqnum, __ATOMIC_ACQUIRE) == seqnum;
+	return !(g & 1u) && pooled && __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) == g;
+}
+
 int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, const struct iovec *dst,
 			unsigned ndst, uint64_t len, uint32_t coop_chunk)
 {
@@ -276,6 +289,15 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 		return -ENODATA; /* exported to be pulled */
 	if (total < len || !pid || iov_sum(src, nseg) < len)
 		return -ENOENT;
+	/* From the sender's shared pool: one memcpy, no system call, no help needed. */
+	uint32_t pool_id = valid == EXPORT_POOLED ? __atomic_load_n(&peer->h->pool_id, __ATOMIC_ACQUIRE) : 0;
+	if (pool_id && omx_shm_pool_read(pid, pool_id, src, nseg, dst, ndst, len) == 0) {
+		/* Still the same export after the copy: the sender did not reuse the region under us
+		 * (it cannot while the receive is pending, but a stale entry must not pass). */
+		if (__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) == g1)
+			return 1;
+		return -ENOENT;
+	}
 	/* Both processes on one CPU (pinned there, as an oversubscribed job is): the sender's help
 	 * would come only in turns with our own reads, each chunk a call and each turn a switch. One
 	 * call instead: on the Zen 3 VM, both pinned to CPU 0, 256 KiB read 45-47 us a half round

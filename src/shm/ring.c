@@ -108,8 +108,9 @@ static void sweep(void)
 				(void)unlink(path);
 			continue;
 		}
+		/* Rings, and the pools of shared buffers (pool.c): both locked by their owner. */
 		size_t n = strlen(e->d_name);
-		if (n < 5 || strcmp(e->d_name + n - 5, ".ring") != 0)
+		if (n < 5 || (strcmp(e->d_name + n - 5, ".ring") != 0 && strcmp(e->d_name + n - 5, ".pool") != 0))
 			continue;
 		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)

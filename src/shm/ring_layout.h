@@ -5,6 +5,7 @@
 #ifndef OMX_SHM_RING_LAYOUT_H
 #define OMX_SHM_RING_LAYOUT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shm/shm.h"
@@ -17,7 +18,7 @@
  * the header and the first two segments (most exports) are one line, one transfer. */
 struct export_ent {
 	uint32_t gen; /* seqlock: odd while being rewritten */
-	uint32_t valid;
+	uint32_t valid; /* 0: pull it; 1: read it; EXPORT_POOLED: read it, from the sender's pool */
 	uint32_t pid;
 	uint32_t seqnum;
 	uint32_t nseg;
@@ -42,6 +43,8 @@ struct export_ent {
 	uint32_t sender_err;
 } __attribute__((aligned(64)));
 
+#define EXPORT_POOLED 2u /* libraries before pool.c read any nonzero `valid` as 1 */
+
 enum { COOP_IDLE = 0, COOP_BUSY = 1, COOP_OPEN = 2, COOP_NONE = 0xffffffffu /* no use of the export */ };
 
 struct ring_hdr {
@@ -51,6 +54,9 @@ struct ring_hdr {
 	uint32_t closed;
 	uint64_t slots_off, file_size;
 	uint64_t skipped;
+	/* The id of the owner process's pool of shared buffers (pool.c), set at its first export of
+	 * one; 0: none (and in rings of libraries before it: the bytes were padding). */
+	uint32_t pool_id;
 	uint32_t waiting __attribute__((aligned(64)));
 	uint32_t sock_hint; /* bumped by producers that sent a frame to the owner's socket instead */
 	uint64_t tail __attribute__((aligned(64)));
@@ -59,6 +65,10 @@ struct ring_hdr {
 	uint64_t head __attribute__((aligned(64)));
 	struct export_ent exports[OMX_SHM_EXPORTS] __attribute__((aligned(64)));
 };
+
+/* pool_id went into what was padding: the lines every library version reads stay where they were. */
+_Static_assert(offsetof(struct ring_hdr, pool_id) == 56 && offsetof(struct ring_hdr, waiting) == 64,
+	       "ring header layout");
 
 /* seq is pos + 1 once the frame of position pos is published (pos + 1 - slot count before: the
  * previous round's). owner is the producer's pid and the slot's round (SLOT_OWNER), so that a

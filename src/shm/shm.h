@@ -73,7 +73,7 @@ int omx_shm_export(struct omx_shm_ring *own, uint8_t id, uint8_t seqnum, const s
 void omx_shm_unexport(struct omx_shm_ring *own, uint8_t id);
 
 /* Single copy (receiver side): read `len` bytes of region (id, seqnum) exported in the peer ring
- * into dst. 0 on success; -ENODATA exported to be pulled (too many segments, or the sender's
+ * into dst. 0 on success (1: read from the sender's shared pool with memcpy, pool.c); -ENODATA exported to be pulled (too many segments, or the sender's
  * policy: smaller than its single-copy minimum); -ENOENT no such export (changed, withdrawn), -EPERM /
  * -ESRCH / -EFAULT from process_vm_readv (the caller falls back to pulling).
  * coop_chunk (0: off): from two chunks on, the sender may copy part of the message into dst
@@ -85,9 +85,27 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
  * write chunks of `chunk` bytes from the back of the message into the receiver's buffer
  * (process_vm_writev) until the two meet, adding the bytes written to *written. 0: not opened
  * yet (look again later); 1: nothing (more) for us to do with this use of the export. */
+/* Is region (id, seqnum) of the peer ring exported from its owner's shared pool (read by memcpy)? */
+int omx_shm_export_pooled(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum);
 int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uint64_t *written);
 /* Yama's kernel.yama.ptrace_scope (read once): -1 without Yama, 3 if unreadable. */
 int omx_shm_yama_scope(void);
+
+/*
+ * Shared buffers (pool.c): memory of a per-process file in the shared-memory directory that
+ * same-host receivers map, so that a message exported from it is read with one memcpy.
+ * alloc: page-rounded, zero-filled, from a reservation of `reserve` bytes made at the first call
+ * (NULL and *err -ENOMEM when it is full); free: 0, or -EINVAL for a pointer alloc did not
+ * return. contains: the pool's id if every segment lies in our pool, else 0. read: copy `len`
+ * bytes of the segments src of process pid's pool `id` into dst; -ENOENT if that pool cannot be
+ * mapped or a segment lies outside it (the caller then uses process_vm_readv).
+ */
+void *omx_shm_pool_alloc(size_t len, uint64_t reserve, int *err);
+int omx_shm_pool_free(void *ptr);
+uint32_t omx_shm_pool_contains(const struct iovec *v, unsigned n);
+int omx_shm_pool_read(uint32_t pid, uint32_t id, const struct iovec *src, unsigned nsrc, const struct iovec *dst,
+		      unsigned ndst, uint64_t len);
+void omx_shm_pool_stats(uint64_t *reserved, uint64_t *in_use, uint64_t *copied);
 
 /* ---- huge pages for reused large buffers (huge.c) ---- */
 /* Transfers and segments shorter than this are not counted (the former without a lock). */

@@ -6,7 +6,8 @@
 # remote partners at once, the same at MTU 1500 (same-host frames keep 8 KiB medium fragments), a
 # sender dying between two fragments of a medium (the receive fails, not waits for ever), a peer
 # killed mid-transfer (the survivor reports it instead of hanging, the dead process's ring does
-# not block a rerun and is cleaned up).
+# not block a rerun and is cleaned up), and buffers from omx_shared_alloc read from the sender's pool
+# (and pulled with the single copy off; their files gone with their processes).
 # Ring files go to a private OMX_SHM_DIR so that the test can count them.
 set -u
 source "$(dirname "$0")/lib/netns.sh"
@@ -133,6 +134,25 @@ PAIR_ENV=("${ALWAYS_ONE_COPY[@]}" OMX_SHARED_COOP_CHUNK=4096)
 check "senders helping in 4 KiB chunks: random sizes up to 4 MiB intact" pair coop4k -n "$N" -m 4194304 -w 16
 cw=$(( $(summary coop4k.a 7) + $(summary coop4k.b 7) ))
 check "senders helping in 4 KiB chunks wrote part of the data ($cw bytes)" test "$cw" -gt 0
+
+# --- shared buffers (omx_shared_alloc, omx_stress -A): receivers read them from the sender's
+# pool with memcpy, from OMX_SHARED_POOL_RNDV on, whatever the measured policy ----------------
+pool_copies() { sed -n 's/.*; \([0-9]*\) single copies read from shared pools$/\1/p' "$TMP/$1.log" | tail -n 1; }
+PAIR_ENV=()
+check "shared buffers: every size class 32 B..4 MiB intact, in order" pair poolsizes -A -n 300 -z $SIZES -w 8
+check "shared buffers: random sizes and matches up to 4 MiB, $N messages each way" pair pool -A -n "$N" -m 4194304 -w 16
+pc=$(( $(pool_copies pool.a) + $(pool_copies pool.b) ))
+sc=$(( $(summary pool.a 4) + $(summary pool.b 4) ))
+cw=$(( $(summary pool.a 7) + $(summary pool.b 7) ))
+check "shared buffers were read from the pools ($pc of $sc single copies), senders wrote nothing ($cw bytes)" \
+	test "$pc" -gt 0 -a "$pc" = "$sc" -a "$cw" = 0
+PAIR_ENV=(OMX_SHARED_SINGLE_COPY=0)
+check "shared buffers with the single copy off (OMX_SHARED_SINGLE_COPY=0): intact, pulled" \
+	pair poolpull -A -n "$N" -m 1048576 -w 16
+pc=$(( $(pool_copies poolpull.a) + $(pool_copies poolpull.b) ))
+check "with the single copy off nothing was read from a pool ($pc)" test "$pc" = 0
+pf=$(find "$TMP/shm" -name '*.pool' | wc -l)
+check "the pools' files went with their processes ($pf left)" test "$pf" = 0
 
 # --- the sender's choice: pulls below the single-copy minimum -----------------------------
 PAIR_ENV=(OMX_SHARED_RNDV_THRESHOLD=4096 OMX_SHARED_SINGLE_COPY_MIN=1048576)

@@ -22,6 +22,7 @@
  * -p N:MS: once N messages were received, stay out of the library for MS milliseconds (a stalled
  * receiver: its peers' frames pile up until their transport refuses them, and the protocol must
  * deliver them again later).
+ * -A: every buffer from omx_shared_alloc (same-host receivers read large ones from the pool).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "open-mx.h"
+#include "omx_shared_alloc.h"
 
 #define HDR 32
 #define MATCH_FIN 0xF1F1F1F1F1F1F1F1ull
@@ -129,7 +131,8 @@ int main(int argc, char **argv)
 	unsigned long pause_ms = 0;
 	int force_tag = 0;
 	uint32_t board = 0;
-	while ((c = getopt(argc, argv, "b:d:e:r:n:m:l:z:w:s:i:p:gh")) != -1) {
+	int shared_bufs = 0;
+	while ((c = getopt(argc, argv, "b:d:e:r:n:m:l:z:w:s:i:p:gAh")) != -1) {
 		switch (c) {
 		case 'd': hosts = optarg; break;
 		case 'e': my_ep = (uint32_t)atoi(optarg); break;
@@ -145,13 +148,14 @@ int main(int argc, char **argv)
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'i': my_tag = atoi(optarg); break;
 		case 'g': force_tag = 1; break;
+		case 'A': shared_bufs = 1; break;
 		case 'b': board = (uint32_t)atoi(optarg); break;
 		case 'p':
 			pause_after = strtoull(optarg, &colon, 0);
 			pause_ms = *colon == ':' ? strtoul(colon + 1, NULL, 0) : 0;
 			break;
 		default:
-			fprintf(stderr, "usage: omx_stress -d peerhost:ep[,host...] [-b board] [-e ep] [-r peer_ep[,ep...]] [-i tag] [-g] [-n count] [-m maxlen] [-w window] [-s seed] [-p N:MS]\n");
+			fprintf(stderr, "usage: omx_stress -d peerhost:ep[,host...] [-b board] [-e ep] [-r peer_ep[,ep...]] [-i tag] [-g] [-n count] [-m maxlen] [-w window] [-s seed] [-p N:MS] [-A]\n");
 			return 2;
 		}
 	}
@@ -204,8 +208,10 @@ int main(int argc, char **argv)
 		pv[k].ss = calloc(window, sizeof(struct slot));
 		pv[k].rs = calloc(window, sizeof(struct slot));
 		for (uint32_t i = 0; i < window; i++) {
-			pv[k].ss[i].buf = malloc(maxlen);
-			pv[k].rs[i].buf = malloc(maxlen);
+			pv[k].ss[i].buf = shared_bufs ? omx_shared_alloc(maxlen) : malloc(maxlen);
+			pv[k].rs[i].buf = shared_bufs ? omx_shared_alloc(maxlen) : malloc(maxlen);
+			if (!pv[k].ss[i].buf || !pv[k].rs[i].buf)
+				return fprintf(stderr, "omx_stress: no memory for the buffers\n"), 1;
 		}
 	}
 	if (tagged && np > 1)
@@ -341,8 +347,14 @@ int main(int argc, char **argv)
 	omx_finalize();
 	for (unsigned k = 0; k < np; k++) {
 		for (uint32_t i = 0; i < window; i++) {
-			free(pv[k].ss[i].buf);
-			free(pv[k].rs[i].buf);
+			if (shared_bufs) {
+				if (omx_shared_free(pv[k].ss[i].buf) != OMX_SUCCESS ||
+				    omx_shared_free(pv[k].rs[i].buf) != OMX_SUCCESS)
+					return fprintf(stderr, "omx_stress: omx_shared_free failed\n"), 1;
+			} else {
+				free(pv[k].ss[i].buf);
+				free(pv[k].rs[i].buf);
+			}
 		}
 		free(pv[k].ss);
 		free(pv[k].rs);

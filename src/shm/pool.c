@@ -1,0 +1,429 @@
+/*
+ * pool.c - shared buffers (omx_shared_alloc): memory that the other processes of the host can
+ * map, so that a same-host receiver reads a message straight from its sender's pages with one
+ * memcpy instead of process_vm_readv or two copies through the rings.
+ *
+ * Why an allocator and not the application's own buffers: stock Linux maps another process's
+ * memory only where that memory is a shared file. Moving an ordinary buffer into such a file
+ * behind the application's back is not safe (after fork the child would share it; a range the
+ * application unmaps and maps again must never be read from the old pages, and telling costs a
+ * system call a send: docs/performance.md, stop 50). Memory the application asks for by name has
+ * no such trap: the range stays ours until omx_shared_free, and what fork shares is documented.
+ *
+ * One pool a process: a sparse file in the shared-memory directory ("omx-pool-<pid>-<id>.pool",
+ * 0600), a page of header then `reserve` bytes, mapped once at a fixed range; allocations are
+ * page-rounded extents of it, first fit, and a free punches the extent's pages out of the file
+ * (its memory goes back at once; a later allocation there reads zeros). The owner holds the
+ * file's lock for its life (the ring files' sweep removes pools whose owner is gone).
+ *
+ * A sender names the pool in its ring's header (pool_id: the file's random id) when it exports a
+ * buffer inside it; the receiver maps the file read-only (cached, a few pools at a time) and
+ * copies from there when every exported segment lies in the pool.
+ *
+ * After fork the child still maps its parent's pool (the pages are shared, as any MAP_SHARED
+ * memory) but allocates from a pool of its own: the inherited range is no longer "ours", so the
+ * child's exports of it are read with process_vm_readv, as any other memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shm/ring_layout.h"
+
+#define POOL_MAGIC 0x4c504d4fu /* "OMPL" */
+#define POOL_VERSION 1u
+#define POOL_HDR 4096u
+#define POOL_PAGE 4096u
+#define POOL_MAPS 16 /* pools of other processes mapped at once */
+
+struct pool_hdr {
+	uint32_t magic, version;
+	uint32_t pid, id;
+	uint64_t base, size; /* the owner's address of the data's first byte, and its size */
+};
+
+struct ext {
+	uint64_t off, len;
+};
+
+/* Sorted extent lists (by offset). */
+struct ext_list {
+	struct ext *v;
+	unsigned n, cap;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	int fd;
+	uint32_t id;
+	uint8_t *base; /* published last (atomic): omx_shm_pool_contains reads it without the lock */
+	uint64_t size;
+	uint64_t in_use;
+	struct ext_list free_ext, used;
+	int atfork;
+	char path[256];
+} pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+
+
+static struct {
+	pthread_mutex_t lock;
+	struct pool_map {
+		uint32_t pid, id;
+		const uint8_t *map; /* the file, header included */
+		size_t map_len;
+		uint64_t base, size;
+		unsigned refs;
+		uint64_t last;
+	} m[POOL_MAPS];
+	uint64_t tick;
+	uint64_t copied;
+} maps = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void pool_path(char *buf, size_t len, uint32_t pid, uint32_t id)
+{
+	snprintf(buf, len, "%s/omx-pool-%u-%08x.pool", omx_shm_dir(), pid, id);
+}
+
+static int ext_insert(struct ext_list *l, unsigned at, struct ext e)
+{
+	if (l->n == l->cap) {
+		unsigned cap = l->cap ? 2 * l->cap : 64;
+		struct ext *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	memmove(&l->v[at + 1], &l->v[at], (l->n - at) * sizeof(*l->v));
+	l->v[at] = e;
+	l->n++;
+	return 0;
+}
+
+static void ext_remove(struct ext_list *l, unsigned at)
+{
+	memmove(&l->v[at], &l->v[at + 1], (l->n - at - 1) * sizeof(*l->v));
+	l->n--;
+}
+
+/* The first extent of l at or after off. */
+static unsigned ext_find(const struct ext_list *l, uint64_t off)
+{
+	unsigned lo = 0, hi = l->n;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (l->v[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The child of a fork keeps its parent's pool mapped (shared pages) but not as its own. */
+static void pool_forget_in_child(void)
+{
+	if (pool.fd >= 0)
+		close(pool.fd); /* the parent's descriptor keeps the lock */
+	pool.fd = -1;
+	pool.id = 0;
+	__atomic_store_n(&pool.base, NULL, __ATOMIC_RELEASE);
+	pool.size = 0;
+	pool.in_use = 0;
+	free(pool.free_ext.v);
+	free(pool.used.v);
+	memset(&pool.free_ext, 0, sizeof(pool.free_ext));
+	memset(&pool.used, 0, sizeof(pool.used));
+	pthread_mutex_init(&pool.lock, NULL);
+	/* Other pools' mappings are inherited as they are; no copy of ours is running in the child. */
+	for (int i = 0; i < POOL_MAPS; i++)
+		maps.m[i].refs = 0;
+	pthread_mutex_init(&maps.lock, NULL);
+}
+
+/* At exit the file goes (the ring files' sweep removes those of processes that crashed). */
+static void __attribute__((destructor)) pool_unlink_at_exit(void)
+{
+	if (pool.fd >= 0)
+		(void)unlink(pool.path);
+}
+
+static int pool_create(uint64_t reserve)
+{
+	if (!pool.atfork) {
+		if (pthread_atfork(NULL, NULL, pool_forget_in_child))
+			return -ENOMEM;
+		pool.atfork = 1;
+	}
+	reserve = (reserve + POOL_PAGE - 1) / POOL_PAGE * POOL_PAGE;
+	if (!reserve)
+		return -EINVAL;
+	char path[256];
+	uint32_t id = 0;
+	int fd = -1;
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id) || !id)
+			continue;
+		pool_path(path, sizeof(path), (uint32_t)getpid(), id);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	int err = 0;
+	void *m = MAP_FAILED;
+	struct pool_hdr h = { POOL_MAGIC, POOL_VERSION, (uint32_t)getpid(), id, 0, reserve };
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || ftruncate(fd, (off_t)(POOL_HDR + reserve)) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	m = mmap(NULL, reserve, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, POOL_HDR);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	h.base = (uint64_t)(uintptr_t)m;
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		err = errno ? -errno : -EIO;
+		goto fail;
+	}
+	if (ext_insert(&pool.free_ext, 0, (struct ext){ 0, reserve })) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	pool.fd = fd;
+	pool.id = id;
+	snprintf(pool.path, sizeof(pool.path), "%s", path);
+	pool.size = reserve;
+	__atomic_store_n(&pool.base, (uint8_t *)m, __ATOMIC_RELEASE);
+	return 0;
+fail:
+	if (m != MAP_FAILED)
+		munmap(m, reserve);
+	unlink(path);
+	close(fd);
+	return err;
+}
+
+void *omx_shm_pool_alloc(size_t len, uint64_t reserve, int *err)
+{
+	*err = 0;
+	if (!len)
+		len = 1;
+	if (len > (size_t)1 << 46) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	uint64_t n = ((uint64_t)len + POOL_PAGE - 1) / POOL_PAGE * POOL_PAGE;
+	void *p = NULL;
+	pthread_mutex_lock(&pool.lock);
+	if (!pool.base)
+		*err = pool_create(reserve);
+	for (unsigned i = 0; !*err && i < pool.free_ext.n; i++) {
+		struct ext *f = &pool.free_ext.v[i];
+		if (f->len < n)
+			continue;
+		struct ext u = { f->off, n };
+		if (ext_insert(&pool.used, ext_find(&pool.used, u.off), u)) {
+			*err = -ENOMEM;
+			break;
+		}
+		f->off += n;
+		f->len -= n;
+		if (!f->len)
+			ext_remove(&pool.free_ext, i);
+		pool.in_use += n;
+		p = pool.base + u.off;
+		break;
+	}
+	if (!*err && !p)
+		*err = -ENOMEM; /* the reservation is full (OMX_SHARED_POOL_MB) */
+	pthread_mutex_unlock(&pool.lock);
+	return p;
+}
+
+int omx_shm_pool_free(void *ptr)
+{
+	int err = -EINVAL;
+	pthread_mutex_lock(&pool.lock);
+	uint8_t *b = pool.base;
+	if (b && (uint8_t *)ptr >= b && (uint8_t *)ptr < b + pool.size) {
+		uint64_t off = (uint64_t)((uint8_t *)ptr - b);
+		unsigned i = ext_find(&pool.used, off);
+		if (i < pool.used.n && pool.used.v[i].off == off) {
+			struct ext u = pool.used.v[i];
+			/* The pages go back now; whoever still reads them (a receiver the application did
+			 * not wait for) reads zeros. */
+			(void)fallocate(pool.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(POOL_HDR + u.off),
+					(off_t)u.len);
+			unsigned j = ext_find(&pool.free_ext, u.off);
+			int merged = 0;
+			if (j > 0 && pool.free_ext.v[j - 1].off + pool.free_ext.v[j - 1].len == u.off) {
+				pool.free_ext.v[j - 1].len += u.len;
+				merged = 1;
+				if (j < pool.free_ext.n && u.off + u.len == pool.free_ext.v[j].off) {
+					pool.free_ext.v[j - 1].len += pool.free_ext.v[j].len;
+					ext_remove(&pool.free_ext, j);
+				}
+			} else if (j < pool.free_ext.n && u.off + u.len == pool.free_ext.v[j].off) {
+				pool.free_ext.v[j].off = u.off;
+				pool.free_ext.v[j].len += u.len;
+				merged = 1;
+			}
+			err = merged ? 0 : ext_insert(&pool.free_ext, j, u);
+			if (!err) {
+				ext_remove(&pool.used, i);
+				pool.in_use -= u.len;
+			}
+		}
+	}
+	pthread_mutex_unlock(&pool.lock);
+	return err;
+}
+
+uint32_t omx_shm_pool_contains(const struct iovec *v, unsigned n)
+{
+	const uint8_t *b = __atomic_load_n(&pool.base, __ATOMIC_ACQUIRE);
+	if (!b || !n)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *p = v[i].iov_base;
+		if (v[i].iov_len && (p < b || p > b + pool.size || v[i].iov_len > (size_t)(b + pool.size - p)))
+			return 0;
+	}
+	return pool.id;
+}
+
+void omx_shm_pool_stats(uint64_t *reserved, uint64_t *in_use, uint64_t *copied)
+{
+	pthread_mutex_lock(&pool.lock);
+	*reserved = pool.size;
+	*in_use = pool.in_use;
+	pthread_mutex_unlock(&pool.lock);
+	*copied = __atomic_load_n(&maps.copied, __ATOMIC_RELAXED);
+}
+
+/* ---- the receiver's side ---- */
+
+static void map_drop(struct pool_map *m)
+{
+	munmap((void *)m->map, m->map_len);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Sender pid's pool `id`, mapped (a reference taken: map_put it), or NULL. */
+static struct pool_map *map_get(uint32_t pid, uint32_t id)
+{
+	struct pool_map *hit = NULL, *spare = NULL;
+	pthread_mutex_lock(&maps.lock);
+	maps.tick++;
+	for (int i = 0; i < POOL_MAPS && !hit; i++) {
+		struct pool_map *m = &maps.m[i];
+		if (m->map && m->pid == pid && m->id == id)
+			hit = m;
+	}
+	if (!hit) {
+		/* A free entry, else one whose owner is gone, else the least recently used idle one. */
+		for (int i = 0; i < POOL_MAPS; i++) {
+			struct pool_map *m = &maps.m[i];
+			if (!m->map) {
+				spare = m;
+				break;
+			}
+			if (m->refs)
+				continue;
+			if (kill((pid_t)m->pid, 0) < 0 && errno == ESRCH) {
+				map_drop(m);
+				spare = m;
+				break;
+			}
+			if (!spare || m->last < spare->last)
+				spare = m;
+		}
+		if (spare && spare->map)
+			map_drop(spare);
+	}
+	if (!hit && spare) {
+		char path[256];
+		pool_path(path, sizeof(path), pid, id);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		struct stat st;
+		struct pool_hdr h;
+		if (fd >= 0 && fstat(fd, &st) == 0 && (st.st_uid == geteuid() || geteuid() == 0) &&
+		    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == POOL_MAGIC &&
+		    h.version == POOL_VERSION && h.pid == pid && h.id == id && h.size &&
+		    (uint64_t)st.st_size == POOL_HDR + h.size) {
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0);
+			if (m != MAP_FAILED) {
+				*spare = (struct pool_map){ pid, id, m, (size_t)st.st_size, h.base, h.size, 0, 0 };
+				hit = spare;
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (hit) {
+		hit->refs++;
+		hit->last = maps.tick;
+	}
+	pthread_mutex_unlock(&maps.lock);
+	return hit;
+}
+
+static void map_put(struct pool_map *m)
+{
+	pthread_mutex_lock(&maps.lock);
+	m->refs--;
+	pthread_mutex_unlock(&maps.lock);
+}
+
+int omx_shm_pool_read(uint32_t pid, uint32_t id, const struct iovec *src, unsigned nsrc, const struct iovec *dst,
+		      unsigned ndst, uint64_t len)
+{
+	if (!pid || !id)
+		return -ENOENT;
+	struct pool_map *m = map_get(pid, id);
+	if (!m)
+		return -ENOENT;
+	int err = 0;
+	for (unsigned i = 0; i < nsrc && !err; i++) {
+		uint64_t a = (uint64_t)(uintptr_t)src[i].iov_base;
+		if (src[i].iov_len && (a < m->base || a - m->base > m->size || src[i].iov_len > m->size - (a - m->base)))
+			err = -ENOENT; /* not in that pool (another process's range, the sender's child) */
+	}
+	unsigned si = 0, di = 0;
+	size_t so = 0, dof = 0;
+	for (uint64_t done = 0; !err && done < len;) {
+		while (si < nsrc && so == src[si].iov_len)
+			si++, so = 0;
+		while (di < ndst && dof == dst[di].iov_len)
+			di++, dof = 0;
+		if (si == nsrc || di == ndst) {
+			err = -EFAULT;
+			break;
+		}
+		size_t n = src[si].iov_len - so < dst[di].iov_len - dof ? src[si].iov_len - so : dst[di].iov_len - dof;
+		if (n > len - done)
+			n = (size_t)(len - done);
+		const uint8_t *from = m->map + POOL_HDR + ((uint64_t)(uintptr_t)src[si].iov_base - m->base) + so;
+		omx_copy((uint8_t *)dst[di].iov_base + dof, from, n, len);
+		so += n;
+		dof += n;
+		done += n;
+	}
+	map_put(m);
+	if (!err)
+		__atomic_fetch_add(&maps.copied, len, __ATOMIC_RELAXED);
+	return err;
+}

@@ -1,0 +1,266 @@
+/*
+ * test_net_shm_pool.c - shm/pool.c: the pool of shared buffers (omx_shared_alloc) and the
+ * single copy read from it.
+ *
+ * The allocator (alignment, zero fill, reuse after a free, merging, a full reservation, bad
+ * frees), a receiver in another process reading an exported pool buffer through a ring (memcpy,
+ * no process_vm_readv: the receiver drops the right to call it first), what fork gives a child
+ * (its parent's pages, not its pool), and the file of a killed owner swept by the next ring.
+ * Pools live in a private OMX_SHM_DIR.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shm/shm.h"
+#include "unit_check.h"
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+#define RESERVE (8u * MIB)
+
+static char dir[64];
+
+static int count_files(const char *suffix)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c -- '%s$'", dir, suffix);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+static void allocator(void)
+{
+	int err;
+	uint8_t *a = omx_shm_pool_alloc(100, RESERVE, &err);
+	CHECK(a != NULL && err == 0);
+	if (!a)
+		return;
+	CHECK(((uintptr_t)a & 4095) == 0);
+	CHECK(count_files(".pool") == 1);
+	uint8_t *b = omx_shm_pool_alloc(3 * MIB, RESERVE, &err);
+	uint8_t *c = omx_shm_pool_alloc(64 * KIB, RESERVE, &err);
+	CHECK(b && c && b >= a + 4096 && c >= b + 3 * MIB);
+	CHECK(all_zero(b, 3 * MIB));
+	memset(b, 0x5a, 3 * MIB);
+	memset(a, 1, 100);
+
+	struct iovec in[2] = { { a, 100 }, { b + 10, 3 * MIB - 10 } };
+	uint32_t id = omx_shm_pool_contains(in, 2);
+	CHECK(id != 0);
+	uint8_t stack[16];
+	struct iovec out[2] = { { a, 100 }, { stack, sizeof(stack) } };
+	CHECK(omx_shm_pool_contains(out, 2) == 0); /* one segment outside */
+	struct iovec past = { c + 60 * KIB, RESERVE }; /* runs past the reservation */
+	CHECK(omx_shm_pool_contains(&past, 1) == 0);
+
+	/* Bad frees: not ours, inside an allocation, twice. */
+	CHECK(omx_shm_pool_free(stack) == -EINVAL);
+	CHECK(omx_shm_pool_free(b + 4096) == -EINVAL);
+	CHECK(omx_shm_pool_free(b) == 0);
+	CHECK(omx_shm_pool_free(b) == -EINVAL);
+
+	/* The freed extent comes back first fit, its pages punched out: zeros. */
+	uint8_t *b2 = omx_shm_pool_alloc(2 * MIB, RESERVE, &err);
+	CHECK(b2 == b);
+	CHECK(b2 && all_zero(b2, 2 * MIB));
+
+	/* Full: more than is left, NULL and -ENOMEM; nothing else changed. */
+	CHECK(omx_shm_pool_alloc(RESERVE, RESERVE, &err) == NULL && err == -ENOMEM);
+	uint64_t reserved, in_use, copied;
+	omx_shm_pool_stats(&reserved, &in_use, &copied);
+	CHECK_EQ(reserved, RESERVE);
+	CHECK_EQ(in_use, 4096 + 2 * MIB + 64 * KIB);
+
+	/* Freed in any order, the extents merge back into one: the whole reservation fits. */
+	CHECK(omx_shm_pool_free(c) == 0);
+	CHECK(omx_shm_pool_free(a) == 0);
+	CHECK(omx_shm_pool_free(b2) == 0);
+	omx_shm_pool_stats(&reserved, &in_use, &copied);
+	CHECK_EQ(in_use, 0);
+	uint8_t *all = omx_shm_pool_alloc(RESERVE, RESERVE, &err);
+	CHECK(all == a);
+	CHECK(all && omx_shm_pool_free(all) == 0);
+}
+
+/* Drop root (both sides the same unprivileged user then); 0 or -1. */
+static int unprivileged(void)
+{
+	return getuid() == 0 && (setgid(65534) || setuid(65534)) ? -1 : 0;
+}
+
+/* A sender exports pool buffers in its ring; a receiver in another process, refused
+ * process_vm_readv (the sender is not dumpable, neither side privileged), still reads them, from
+ * the pool. An export not wholly in the pool is not read from it (and is refused). */
+static void single_copy_from_pool(void)
+{
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 9 };
+	enum { A = 1000000, B = 300001 };
+	int to_child[2], to_parent[2];
+	CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+	if (getuid() == 0)
+		CHECK(chmod(dir, 0777) == 0);
+	pid_t sender = fork();
+	if (sender == 0) {
+		int e;
+		char c = 'x';
+		if (unprivileged() == 0 && prctl(PR_SET_DUMPABLE, 0) == 0) {
+			struct omx_shm_ring *own = omx_shm_ring_create(mac, 3, 1500, 128 << 10, 4, &e);
+			uint8_t *a = omx_shm_pool_alloc(A, RESERVE, &e), *b = omx_shm_pool_alloc(B, RESERVE, &e);
+			static uint8_t plain[4096];
+			if (own && a && b) {
+				for (size_t i = 0; i < A; i++)
+					a[i] = (uint8_t)(i * 13);
+				for (size_t i = 0; i < B; i++)
+					b[i] = (uint8_t)((A + i) * 13);
+				struct iovec segs[2] = { { a, A }, { b, B } }, mixed[2] = { { a, A }, { plain, 4096 } };
+				if (omx_shm_export(own, 4, 2, segs, 2, A + B) == 0 &&
+				    omx_shm_export(own, 5, 2, mixed, 2, A + 4096) == 0)
+					c = 'r';
+			}
+		}
+		(void)!write(to_parent[1], &c, 1);
+		(void)!read(to_child[0], &c, 1);
+		exit(0); /* not _exit: the exit handler removes the pool's file */
+	}
+	char c = 0;
+	CHECK(read(to_parent[0], &c, 1) == 1 && c == 'r');
+	pid_t reader = fork();
+	if (reader == 0) {
+		int bad = 0, e;
+		if (unprivileged())
+			_exit(10);
+		struct omx_shm_ring *peer = omx_shm_ring_attach(mac, 3, &e);
+		if (!peer)
+			_exit(11);
+		if (!omx_shm_export_pooled(peer, 4, 2) || omx_shm_export_pooled(peer, 4, 3) ||
+		    omx_shm_export_pooled(peer, 5, 2))
+			_exit(12);
+		size_t total = A + B;
+		uint8_t *d = calloc(1, total);
+		struct iovec dst[3] = { { d, 7 }, { d + 7, 800000 }, { d + 800007, total - 800007 } };
+		if (omx_shm_single_copy(peer, 4, 2, dst, 3, total, 0) != 1)
+			_exit(13);
+		for (size_t i = 0; i < total; i++)
+			bad += d[i] != (uint8_t)(i * 13);
+		if (bad)
+			_exit(14);
+		uint64_t reserved, in_use, copied;
+		omx_shm_pool_stats(&reserved, &in_use, &copied);
+		if (copied != total || reserved != 0)
+			_exit(15); /* counted, and no pool of our own was needed */
+		int r = omx_shm_single_copy(peer, 5, 2, dst, 1, 7, 0);
+		if (r != -EPERM && r != -EACCES)
+			_exit(16);
+		_exit(0);
+	}
+	int status;
+	waitpid(reader, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "receiver exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	(void)!write(to_child[1], "q", 1);
+	waitpid(sender, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (getuid() == 0)
+		CHECK(chmod(dir, 0700) == 0);
+	CHECK(count_files(".pool") == 1); /* the sender's went at its exit; ours stays */
+	for (int i = 0; i < 4; i++)
+		close(i < 2 ? to_child[i] : to_parent[i - 2]);
+}
+
+/* After fork: the child reads and writes its parent's pages (shared), but they are not its
+ * pool; it allocates from a new one. */
+static void fork_child(void)
+{
+	int err;
+	uint8_t *p = omx_shm_pool_alloc(8192, RESERVE, &err);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	struct iovec v = { p, 8192 };
+	uint32_t id = omx_shm_pool_contains(&v, 1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (omx_shm_pool_contains(&v, 1) != 0)
+			_exit(20);
+		if (omx_shm_pool_free(p) != -EINVAL)
+			_exit(21);
+		p[0] = 0x77; /* shared with the parent */
+		uint8_t *q = omx_shm_pool_alloc(4096, RESERVE, &err);
+		struct iovec w = { q, 4096 };
+		uint32_t mine = q ? omx_shm_pool_contains(&w, 1) : 0;
+		exit(!mine || mine == id ? 22 : 0); /* exit: its pool's file goes */
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(p[0] == 0x77);
+	CHECK(omx_shm_pool_contains(&v, 1) == id);
+	CHECK(omx_shm_pool_free(p) == 0);
+	CHECK(count_files(".pool") == 1); /* the child's went at its exit */
+}
+
+/* A pool whose owner was killed (no exit handler ran) is removed by the next ring's sweep. */
+static void killed_owner(void)
+{
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int err;
+		char c = omx_shm_pool_alloc(4096, RESERVE, &err) ? 'y' : 'n';
+		(void)!write(fds[1], &c, 1);
+		pause();
+		_exit(0);
+	}
+	char c = 0;
+	CHECK(read(fds[0], &c, 1) == 1 && c == 'y');
+	CHECK(count_files(".pool") == 2);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(count_files(".pool") == 2); /* still there: nobody swept yet */
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 10 };
+	int err;
+	struct omx_shm_ring *r = omx_shm_ring_create(mac, 1, 1500, 128 << 10, 4, &err);
+	CHECK(r != NULL);
+	CHECK(count_files(".pool") == 1); /* ours stays: we hold its lock */
+	if (r)
+		omx_shm_ring_close(r);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/omx-pool-test.XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	setenv("OMX_SHM_DIR", dir, 1);
+	allocator();
+	single_copy_from_pool();
+	fork_child();
+	killed_owner();
+	return unit_finish(dir);
+}

@@ -224,9 +224,9 @@ int omx__shared_export(union omx_request *r)
 	int single = e == 0 && n > 0 && (pooled || !__atomic_load_n(&stats.denied, __ATOMIC_RELAXED));
 	if (single && !pooled)
 		huge_use(ep, iov, n, r->s.total_len);
-	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve); not of a pooled
-	 * buffer, which it reads with memcpy alone. */
-	if (single && !pooled && coop_chunk(r->s.total_len))
+	/* Its receiver may ask us to copy part of it (omx__shared_coop_serve): a pooled buffer's
+	 * receiver asks when its own buffer is pooled too (both sides then use memcpy). */
+	if (single && coop_chunk(r->s.total_len))
 		coop_mark(ep, region, 1);
 	return single;
 }
@@ -296,7 +296,7 @@ int omx__shared_single_copy(union omx_request *r)
 	}
 	uint64_t start = adaptive ? omx_now_ns() : 0;
 	int e = omx_shm_single_copy(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum, iov, r->s.nseg, X,
-				    pooled ? 0 : coop_chunk(X));
+				    coop_chunk(X));
 	if (iov != stack)
 		free(iov);
 	if (e == 1) { /* from the sender's pool */

@@ -17,7 +17,10 @@
  * (0600), so only a process of the sender's user (or root) can name one; the sender still writes
  * only into a process of its own effective user (/proc/<pid>), and not at all under Yama's
  * ptrace_scope 1 or more unless it is root: there a process of the same user may not write into
- * another's memory, and must not get the sender to do it for it.
+ * another's memory, and must not get the sender to do it for it. A receive buffer in the
+ * receiver's shared pool (pool.c) is the exception: its file is the receiver's, 0600, which any
+ * process of that user may write anyway; the sender writes there with memcpy, and a receiver
+ * reading a pooled export reads it with memcpy too (pool_single_copy).
  */
 #include <errno.h>
 #include <sched.h>
@@ -221,7 +224,7 @@ static uint64_t close_window(struct export_ent *e)
 /* Receiver: open the export (this use of it) for cooperation. 1 if done, 0 if the sender's
  * entry is not in the state for it (another use, another receiver, an old ring). */
 static int coop_open(struct export_ent *e, uint8_t seqnum, uint32_t pid, const struct iovec *dst, unsigned ndst,
-		     uint64_t len)
+		     uint64_t len, uint32_t pool)
 {
 	uint32_t want = (uint32_t)seqnum << 8 | COOP_IDLE;
 	if (!__atomic_compare_exchange_n(&e->coop, &want, (uint32_t)seqnum << 8 | COOP_BUSY, 0, __ATOMIC_ACQ_REL,
@@ -229,6 +232,7 @@ static int coop_open(struct export_ent *e, uint8_t seqnum, uint32_t pid, const s
 		return 0;
 	__atomic_store_n(&e->dst_pid, pid, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->dst_nseg, ndst, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->dst_pool, pool, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < ndst; i++) {
 		__atomic_store_n(&e->dst[i][0], (uint64_t)(uintptr_t)dst[i].iov_base, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->dst[i][1], (uint64_t)dst[i].iov_len, __ATOMIC_RELAXED);
@@ -255,6 +259,34 @@ static int wait_sender(struct omx_shm_ring *peer, struct export_ent *e, uint64_t
 			return -ESRCH;
 	}
 	return 0;
+}
+
+/*
+ * The single copy of a pooled export, the sender's segments mapped here (from): one memcpy, or,
+ * for a message of two chunks or more into a buffer of our own pool, shared with the sender,
+ * which then writes its part with memcpy too (omx_shm_coop_serve): both CPUs copy, as with
+ * process_vm_readv. 1, or -ESRCH if the sender died in the middle.
+ */
+static int pool_single_copy(struct omx_shm_ring *peer, struct export_ent *e, uint8_t seqnum, const struct iovec *from,
+			    unsigned nfrom, const struct iovec *dst, unsigned ndst, uint64_t len, uint32_t chunk,
+			    uint32_t sender_cpu)
+{
+	uint32_t mine = chunk && len >= 2ull * chunk && len <= UINT32_MAX && ndst <= OMX_SHM_EXPORT_SEGS ?
+				omx_shm_pool_contains(dst, ndst) : 0;
+	int cpu = mine && sender_cpu ? sched_getcpu() : -1;
+	if (cpu >= 0 && (uint32_t)cpu + 1u == sender_cpu)
+		mine = 0; /* one CPU for both: no help to be had */
+	if (!mine || !coop_open(e, seqnum, peer->pid, dst, ndst, len, mine))
+		return omx_shm_pool_copy_range(dst, ndst, from, nfrom, 0, len, len) ? -EFAULT : 1;
+	uint64_t at, n;
+	int err = 0;
+	while (!err && (n = claim(e, chunk, 0, &at)))
+		err = omx_shm_pool_copy_range(dst, ndst, from, nfrom, at, n, len);
+	uint64_t met = close_window(e);
+	int w = wait_sender(peer, e, len - met);
+	if (!err && !w && __atomic_load_n(&e->sender_err, __ATOMIC_ACQUIRE))
+		err = omx_shm_pool_copy_range(dst, ndst, from, nfrom, met, len - met, len); /* its part, ourselves */
+	return err ? -EFAULT : w ? w : 1;
 }
 
 int omx_shm_export_pooled(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum)
@@ -289,14 +321,18 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 		return -ENODATA; /* exported to be pulled */
 	if (total < len || !pid || iov_sum(src, nseg) < len)
 		return -ENOENT;
-	/* From the sender's shared pool: one memcpy, no system call, no help needed. */
+	/* From the sender's shared pool: memcpy, no system call. */
 	uint32_t pool_id = valid == EXPORT_POOLED ? __atomic_load_n(&peer->h->pool_id, __ATOMIC_ACQUIRE) : 0;
-	if (pool_id && omx_shm_pool_read(pid, pool_id, src, nseg, dst, ndst, len) == 0) {
+	struct iovec from[OMX_SHM_EXPORT_SEGS];
+	void *pool = pool_id ? omx_shm_pool_map(pid, pool_id, 0, src, nseg, from) : NULL;
+	if (pool) {
+		int r = pool_single_copy(peer, e, seqnum, from, nseg, dst, ndst, len, coop_chunk, sender_cpu);
+		omx_shm_pool_unmap(pool);
 		/* Still the same export after the copy: the sender did not reuse the region under us
 		 * (it cannot while the receive is pending, but a stale entry must not pass). */
-		if (__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) == g1)
-			return 1;
-		return -ENOENT;
+		if (r == 1 && __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != g1)
+			return -ENOENT;
+		return r;
 	}
 	/* Both processes on one CPU (pinned there, as an oversubscribed job is): the sender's help
 	 * would come only in turns with our own reads, each chunk a call and each turn a switch. One
@@ -306,7 +342,7 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 	if (cpu >= 0 && (uint32_t)cpu + 1u == sender_cpu)
 		coop_chunk = 0;
 	if (!coop_chunk || len < 2ull * coop_chunk || len > UINT32_MAX || ndst > OMX_SHM_EXPORT_SEGS ||
-	    !coop_open(e, seqnum, peer->pid, dst, ndst, len))
+	    !coop_open(e, seqnum, peer->pid, dst, ndst, len, 0))
 		return cma_range((pid_t)pid, dst, ndst, src, nseg, 0, len, 0);
 
 	int err = 0;
@@ -362,22 +398,32 @@ int omx_shm_coop_serve(struct omx_shm_ring *own, uint8_t id, uint32_t chunk, uin
 	uint32_t nsrc = __atomic_load_n(&e->nseg, __ATOMIC_RELAXED);
 	uint32_t ndst = __atomic_load_n(&e->dst_nseg, __ATOMIC_RELAXED);
 	pid_t pid = (pid_t)__atomic_load_n(&e->dst_pid, __ATOMIC_RELAXED);
-	if (nsrc > OMX_SHM_EXPORT_SEGS || ndst > OMX_SHM_EXPORT_SEGS || pid <= 0 || !may_help(pid))
+	if (nsrc > OMX_SHM_EXPORT_SEGS || ndst > OMX_SHM_EXPORT_SEGS || pid <= 0)
 		return 1; /* the receiver copies it all */
 	load_segs(e->seg, nsrc, src);
 	load_segs(e->dst, ndst, dst);
+	/* A receive buffer of the receiver's own pool: written with memcpy through its file, which
+	 * only its user can open (no need for may_help's rights to write into another process). */
+	uint32_t dst_pool = __atomic_load_n(&e->dst_pool, __ATOMIC_RELAXED);
+	struct iovec to[OMX_SHM_EXPORT_SEGS];
+	void *pool = dst_pool ? omx_shm_pool_map((uint32_t)pid, dst_pool, 1, dst, ndst, to) : NULL;
+	if (!pool && !may_help(pid))
+		return 1;
 	/* Never write past either buffer, whatever the window says. */
 	uint64_t ssum = iov_sum(src, nsrc), dsum = iov_sum(dst, ndst), limit = ssum < dsum ? ssum : dsum;
 	uint64_t at, n;
 	while ((n = claim(e, chunk, 1, &at))) {
-		int err = at + n > limit ? -EFAULT : cma_range(pid, src, nsrc, dst, ndst, at, n, 1);
+		int err = at + n > limit ? -EFAULT
+			  : pool	 ? omx_shm_pool_copy_range(to, ndst, src, nsrc, at, n, limit)
+					 : cma_range(pid, src, nsrc, dst, ndst, at, n, 1);
 		if (err)
 			__atomic_store_n(&e->sender_err, 1, __ATOMIC_RELAXED);
 		else
 			*written += n;
 		__atomic_fetch_add(&e->sender_done, n, __ATOMIC_RELEASE);
 		if (err)
-			return 1; /* the receiver redoes our part */
+			break; /* the receiver redoes our part */
 	}
+	omx_shm_pool_unmap(pool);
 	return 1;
 }

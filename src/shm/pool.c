@@ -79,6 +79,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct pool_map {
 		uint32_t pid, id;
+		int writable;
 		const uint8_t *map; /* the file, header included */
 		size_t map_len;
 		uint64_t base, size;
@@ -322,15 +323,16 @@ static void map_drop(struct pool_map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Sender pid's pool `id`, mapped (a reference taken: map_put it), or NULL. */
-static struct pool_map *map_get(uint32_t pid, uint32_t id)
+/* Process pid's pool `id`, mapped (writable: for a sender helping its receiver), with a
+ * reference taken (map_put it), or NULL. */
+static struct pool_map *map_get(uint32_t pid, uint32_t id, int writable)
 {
 	struct pool_map *hit = NULL, *spare = NULL;
 	pthread_mutex_lock(&maps.lock);
 	maps.tick++;
 	for (int i = 0; i < POOL_MAPS && !hit; i++) {
 		struct pool_map *m = &maps.m[i];
-		if (m->map && m->pid == pid && m->id == id)
+		if (m->map && m->pid == pid && m->id == id && m->writable == writable)
 			hit = m;
 	}
 	if (!hit) {
@@ -357,16 +359,17 @@ static struct pool_map *map_get(uint32_t pid, uint32_t id)
 	if (!hit && spare) {
 		char path[256];
 		pool_path(path, sizeof(path), pid, id);
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
 		struct stat st;
 		struct pool_hdr h;
 		if (fd >= 0 && fstat(fd, &st) == 0 && (st.st_uid == geteuid() || geteuid() == 0) &&
 		    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == POOL_MAGIC &&
 		    h.version == POOL_VERSION && h.pid == pid && h.id == id && h.size &&
 		    (uint64_t)st.st_size == POOL_HDR + h.size) {
-			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0);
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | (writable ? PROT_WRITE : 0),
+				       MAP_SHARED | MAP_NORESERVE, fd, 0);
 			if (m != MAP_FAILED) {
-				*spare = (struct pool_map){ pid, id, m, (size_t)st.st_size, h.base, h.size, 0, 0 };
+				*spare = (struct pool_map){ pid, id, writable, m, (size_t)st.st_size, h.base, h.size, 0, 0 };
 				hit = spare;
 			}
 		}
@@ -388,42 +391,70 @@ static void map_put(struct pool_map *m)
 	pthread_mutex_unlock(&maps.lock);
 }
 
-int omx_shm_pool_read(uint32_t pid, uint32_t id, const struct iovec *src, unsigned nsrc, const struct iovec *dst,
-		      unsigned ndst, uint64_t len)
+void *omx_shm_pool_map(uint32_t pid, uint32_t id, int writable, const struct iovec *segs, unsigned n,
+		       struct iovec *local)
 {
 	if (!pid || !id)
-		return -ENOENT;
-	struct pool_map *m = map_get(pid, id);
+		return NULL;
+	struct pool_map *m = map_get(pid, id, writable);
 	if (!m)
-		return -ENOENT;
-	int err = 0;
-	for (unsigned i = 0; i < nsrc && !err; i++) {
-		uint64_t a = (uint64_t)(uintptr_t)src[i].iov_base;
-		if (src[i].iov_len && (a < m->base || a - m->base > m->size || src[i].iov_len > m->size - (a - m->base)))
-			err = -ENOENT; /* not in that pool (another process's range, the sender's child) */
+		return NULL;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t a = (uint64_t)(uintptr_t)segs[i].iov_base;
+		if (segs[i].iov_len && (a < m->base || a - m->base > m->size || segs[i].iov_len > m->size - (a - m->base))) {
+			map_put(m); /* not in that pool (another process's range, the owner's child) */
+			return NULL;
+		}
+		local[i].iov_base = segs[i].iov_len ? (void *)(m->map + POOL_HDR + (a - m->base)) : NULL;
+		local[i].iov_len = segs[i].iov_len;
 	}
+	return m;
+}
+
+void omx_shm_pool_unmap(void *handle)
+{
+	if (handle)
+		map_put(handle);
+}
+
+int omx_shm_pool_copy_range(const struct iovec *dst, unsigned ndst, const struct iovec *src, unsigned nsrc,
+			    uint64_t off, uint64_t len, uint64_t total)
+{
 	unsigned si = 0, di = 0;
-	size_t so = 0, dof = 0;
-	for (uint64_t done = 0; !err && done < len;) {
+	uint64_t so = off, dof = off;
+	while (si < nsrc && so >= src[si].iov_len)
+		so -= src[si++].iov_len;
+	while (di < ndst && dof >= dst[di].iov_len)
+		dof -= dst[di++].iov_len;
+	for (uint64_t done = 0; done < len;) {
 		while (si < nsrc && so == src[si].iov_len)
 			si++, so = 0;
 		while (di < ndst && dof == dst[di].iov_len)
 			di++, dof = 0;
-		if (si == nsrc || di == ndst) {
-			err = -EFAULT;
-			break;
-		}
-		size_t n = src[si].iov_len - so < dst[di].iov_len - dof ? src[si].iov_len - so : dst[di].iov_len - dof;
+		if (si == nsrc || di == ndst)
+			return -EFAULT;
+		uint64_t n = src[si].iov_len - so < dst[di].iov_len - dof ? src[si].iov_len - so : dst[di].iov_len - dof;
 		if (n > len - done)
-			n = (size_t)(len - done);
-		const uint8_t *from = m->map + POOL_HDR + ((uint64_t)(uintptr_t)src[si].iov_base - m->base) + so;
-		omx_copy((uint8_t *)dst[di].iov_base + dof, from, n, len);
+			n = len - done;
+		omx_copy((uint8_t *)dst[di].iov_base + dof, (const uint8_t *)src[si].iov_base + so, (size_t)n, total);
 		so += n;
 		dof += n;
 		done += n;
 	}
-	map_put(m);
-	if (!err)
-		__atomic_fetch_add(&maps.copied, len, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&maps.copied, len, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int omx_shm_pool_read(uint32_t pid, uint32_t id, const struct iovec *src, unsigned nsrc, const struct iovec *dst,
+		      unsigned ndst, uint64_t len)
+{
+	struct iovec from[OMX_SHM_EXPORT_SEGS];
+	if (nsrc > OMX_SHM_EXPORT_SEGS)
+		return -ENOENT;
+	void *h = omx_shm_pool_map(pid, id, 0, src, nsrc, from);
+	if (!h)
+		return -ENOENT;
+	int err = omx_shm_pool_copy_range(dst, ndst, from, nsrc, 0, len, len);
+	omx_shm_pool_unmap(h);
 	return err;
 }

@@ -32,7 +32,8 @@ struct export_ent {
 	 * export it belongs to, reset by the sender at each export; the receiver moves it from IDLE
 	 * to BUSY (it fills dst) to OPEN. */
 	uint32_t coop __attribute__((aligned(64)));
-	uint32_t dst_pid, dst_nseg, dst_pad;
+	uint32_t dst_pid, dst_nseg;
+	uint32_t dst_pool; /* the receiver's pool id if dst lies in it (pool.c), else 0 (padding before) */
 	uint64_t dst[OMX_SHM_EXPORT_SEGS][2]; /* the receiver's buffer: address, length */
 	/* Message bytes [lo, hi) nobody has claimed yet (lo | hi << 32): the receiver claims chunks
 	 * from the front, the sender from the back. */

@@ -105,6 +105,16 @@ int omx_shm_pool_free(void *ptr);
 uint32_t omx_shm_pool_contains(const struct iovec *v, unsigned n);
 int omx_shm_pool_read(uint32_t pid, uint32_t id, const struct iovec *src, unsigned nsrc, const struct iovec *dst,
 		      unsigned ndst, uint64_t len);
+/* Process pid's pool `id` mapped here (read-only, or writable), and segs (its owner's addresses,
+ * all inside the pool) as our addresses in local: a handle to pass to omx_shm_pool_unmap once
+ * done with them, or NULL. */
+void *omx_shm_pool_map(uint32_t pid, uint32_t id, int writable, const struct iovec *segs, unsigned n,
+		       struct iovec *local);
+void omx_shm_pool_unmap(void *handle);
+/* Bytes [off, off + len) of a message described by both lists from its byte 0, with the copy
+ * engine (non-temporal past its threshold, judged on `total`); counted as read from a pool. */
+int omx_shm_pool_copy_range(const struct iovec *dst, unsigned ndst, const struct iovec *src, unsigned nsrc,
+			    uint64_t off, uint64_t len, uint64_t total);
 void omx_shm_pool_stats(uint64_t *reserved, uint64_t *in_use, uint64_t *copied);
 
 /* ---- huge pages for reused large buffers (huge.c) ---- */
@@ -133,6 +143,7 @@ void omx_copy(void *dst, const void *src, size_t n, uint64_t total);
 void omx_memcpy(void *dst, const void *src, size_t n);
 void omx_copy_set_nt_threshold(uint64_t bytes); /* 0 = never */
 uint64_t omx_copy_nt_threshold(void);
+uint64_t omx_copy_llc_bytes(void); /* the last-level cache (sysfs, CPU 0); 0 if unknown */
 int omx_copy_nt_available(void);
 /* Hardware copy engine present (Intel DSA work queue in /sys/bus/dsa)? Never required, not used
  * for copies yet: the name is reported, "" if none. */

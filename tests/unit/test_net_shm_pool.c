@@ -5,10 +5,12 @@
  * The allocator (alignment, zero fill, reuse after a free, merging, a full reservation, bad
  * frees), a receiver in another process reading an exported pool buffer through a ring (memcpy,
  * no process_vm_readv: the receiver drops the right to call it first), what fork gives a child
- * (its parent's pages, not its pool), and the file of a killed owner swept by the next ring.
+ * (its parent's pages, not its pool), a sender helping with memcpy into its receiver's pool
+ * buffer (every byte checked), and the file of a killed owner swept by the next ring.
  * Pools live in a private OMX_SHM_DIR.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
-#define RESERVE (8u * MIB)
+#define RESERVE (256u * MIB) /* address space and a sparse file: only touched pages count */
 
 static char dir[64];
 
@@ -222,6 +224,90 @@ static void fork_child(void)
 	CHECK(count_files(".pool") == 1); /* the child's went at its exit */
 }
 
+static int pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Both buffers pooled: the receiver opens the export for cooperation and the sender writes its
+ * chunks with memcpy through the receiver's pool file (pinned to CPUs 0 and 1: a receiver on the
+ * sender's CPU reads alone). Tried a few times: the sender must get a chunk before the receiver
+ * has claimed them all. */
+#define COOP_LEN (32u * MIB + 4321u)
+#define COOP_CHUNK (256u * KIB)
+static void sender_helps(void)
+{
+	if (pin(1) != 0 || pin(0) != 0) {
+		printf("sender_helps: skipped (no two CPUs to pin to)\n");
+		return;
+	}
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 11 };
+	int err;
+	uint8_t *d = omx_shm_pool_alloc(COOP_LEN, RESERVE, &err);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	uint64_t written = 0;
+	int tries = 0, bad = 1;
+	for (; tries < 5 && !written; tries++) {
+		int to_child[2], to_parent[2];
+		CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+		pid_t pid = fork();
+		if (pid == 0) {
+			char c = 'x';
+			uint64_t w = 0;
+			struct omx_shm_ring *own = pin(1) == 0 ? omx_shm_ring_create(mac, 2, 1500, 128 << 10, 4, &err) : NULL;
+			uint8_t *a = omx_shm_pool_alloc(COOP_LEN, RESERVE, &err);
+			if (own && a) {
+				for (size_t i = 0; i < COOP_LEN; i++)
+					a[i] = (uint8_t)(i * 31 + 7);
+				struct iovec seg = { a, COOP_LEN };
+				if (omx_shm_export(own, 4, 1, &seg, 1, COOP_LEN) == 0)
+					c = 'r';
+			}
+			(void)!write(to_parent[1], &c, 1);
+			if (c == 'r')
+				while (omx_shm_coop_serve(own, 4, COOP_CHUNK, &w) == 0)
+					;
+			(void)!write(to_parent[1], &w, sizeof(w));
+			(void)!read(to_child[0], &c, 1);
+			exit(0);
+		}
+		char c = 0;
+		CHECK(read(to_parent[0], &c, 1) == 1 && c == 'r');
+		struct omx_shm_ring *peer = omx_shm_ring_attach(mac, 2, &err);
+		CHECK(peer != NULL);
+		memset(d, 0, COOP_LEN);
+		struct iovec dst = { d, COOP_LEN };
+		CHECK(peer && omx_shm_single_copy(peer, 4, 1, &dst, 1, COOP_LEN, COOP_CHUNK) == 1);
+		CHECK(read(to_parent[0], &written, sizeof(written)) == (ssize_t)sizeof(written));
+		bad = 0;
+		for (size_t i = 0; i < COOP_LEN; i++)
+			bad += d[i] != (uint8_t)(i * 31 + 7);
+		CHECK_EQ(bad, 0);
+		if (peer)
+			omx_shm_ring_close(peer);
+		(void)!write(to_child[1], "q", 1);
+		int status;
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		for (int i = 0; i < 2; i++)
+			close(to_child[i]), close(to_parent[i]);
+	}
+	printf("sender_helps: the sender wrote %llu of %u bytes with memcpy (try %d)\n", (unsigned long long)written,
+	       COOP_LEN, tries);
+	CHECK(written > 0 && written < COOP_LEN);
+	CHECK(omx_shm_pool_free(d) == 0);
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &all);
+	(void)sched_setaffinity(0, sizeof(all), &all);
+}
+
 /* A pool whose owner was killed (no exit handler ran) is removed by the next ring's sweep. */
 static void killed_owner(void)
 {
@@ -261,6 +347,7 @@ int main(void)
 	allocator();
 	single_copy_from_pool();
 	fork_child();
+	sender_helps();
 	killed_owner();
 	return unit_finish(dir);
 }

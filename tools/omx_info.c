@@ -293,7 +293,7 @@ int main(int argc, char *argv[])
 		show_board(i, verb);
 	}
 	if (verb) {
-		char shared[768];
+		char shared[1280];
 		printf("\n");
 		show_peers();
 		/* Which same-host mode is in force (single copy, or the two-copy fallback and why). */

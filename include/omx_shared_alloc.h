@@ -8,8 +8,9 @@
  * Nothing else changes: the buffers work with every partner and every call, as any memory does.
  *
  * - The memory is zero-filled, page-aligned, and taken from a reservation of OMX_SHARED_POOL_MB
- *   (address space and a sparse file; pages are used as they are touched). NULL when it is full
- *   or the file cannot be made (OMX_VERBOSE says why).
+ *   (address space and a sparse file). Its pages are allocated by the call, in the shared-memory
+ *   directory's file system (OMX_SHM_DIR, /dev/shm): NULL when the reservation is full, that file
+ *   system cannot hold them, or the file cannot be made (OMX_VERBOSE says why).
  * - omx_shared_free gives the pages back at once; OMX_BAD_ERROR for a pointer omx_shared_alloc
  *   did not return (or already freed), OMX_SUCCESS for NULL. Free a buffer only once the
  *   requests that use it are complete, as with any buffer.

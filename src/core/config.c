@@ -303,7 +303,7 @@ void omx__config_load_open(void)
 	}
 	omx_copy_set_nt_threshold(c->shared_nt_threshold);
 	omx_shm_huge_set_after(env_u32("OMX_SHARED_HUGE_AFTER", NULL, 8));
-	/* Address space and a sparse file's size only: pages are used as buffers are touched. */
+	/* Address space and a sparse file's size: each allocation takes its pages (shm/pool.c). */
 	c->shared_pool_bytes = (uint64_t)env_u32("OMX_SHARED_POOL_MB", NULL, 16384) << 20;
 	c->shared_pool_rndv = env_u32("OMX_SHARED_POOL_RNDV", NULL, 16384);
 	if (c->shared_pool_rndv < OMX_SMALL_MAX + 1)

@@ -12,8 +12,9 @@
  *
  * One pool a process: a sparse file in the shared-memory directory ("omx-pool-<pid>-<id>.pool",
  * 0600), a page of header then `reserve` bytes, mapped once at a fixed range; allocations are
- * page-rounded extents of it, first fit, and a free punches the extent's pages out of the file
- * (its memory goes back at once; a later allocation there reads zeros). The owner holds the
+ * page-rounded extents of it, first fit, their pages allocated in the file at once (fallocate),
+ * and a free punches them out again (the memory goes back at once; a later allocation there
+ * reads zeros). The owner holds the
  * file's lock for its life (the ring files' sweep removes pools whose owner is gone).
  *
  * A sender names the pool in its ring's header (pool_id: the file's random id) when it exports a
@@ -236,6 +237,14 @@ void *omx_shm_pool_alloc(size_t len, uint64_t reserve, int *err)
 		if (f->len < n)
 			continue;
 		struct ext u = { f->off, n };
+		/* The pages now, not at the first touch: a shared-memory directory too small for them
+		 * (a container's 64 MiB /dev/shm) is this call's ENOSPC, not a SIGBUS in the
+		 * application later. */
+		if (fallocate(pool.fd, 0, (off_t)(POOL_HDR + u.off), (off_t)n) < 0) {
+			*err = -errno;
+			(void)fallocate(pool.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(POOL_HDR + u.off), (off_t)n);
+			break;
+		}
 		if (ext_insert(&pool.used, ext_find(&pool.used, u.off), u)) {
 			*err = -ENOMEM;
 			break;
@@ -266,8 +275,9 @@ int omx_shm_pool_free(void *ptr)
 			struct ext u = pool.used.v[i];
 			/* The pages go back now; whoever still reads them (a receiver the application did
 			 * not wait for) reads zeros. */
-			(void)fallocate(pool.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(POOL_HDR + u.off),
-					(off_t)u.len);
+			if (fallocate(pool.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(POOL_HDR + u.off),
+				      (off_t)u.len) < 0)
+				memset(ptr, 0, u.len); /* keep the zero fill of the next allocation there */
 			unsigned j = ext_find(&pool.free_ext, u.off);
 			int merged = 0;
 			if (j > 0 && pool.free_ext.v[j - 1].off + pool.free_ext.v[j - 1].len == u.off) {

@@ -95,7 +95,8 @@ int omx_shm_yama_scope(void);
  * Shared buffers (pool.c): memory of a per-process file in the shared-memory directory that
  * same-host receivers map, so that a message exported from it is read with one memcpy.
  * alloc: page-rounded, zero-filled, from a reservation of `reserve` bytes made at the first call
- * (NULL and *err -ENOMEM when it is full); free: 0, or -EINVAL for a pointer alloc did not
+ * (NULL and *err -ENOMEM when it is full, -ENOSPC when the directory's file system cannot hold
+ * the pages, which are allocated at once); free: 0, or -EINVAL for a pointer alloc did not
  * return. contains: the pool's id if every segment lies in our pool, else 0. read: copy `len`
  * bytes of the segments src of process pid's pool `id` into dst; -ENOENT if that pool cannot be
  * mapped or a segment lies outside it (the caller then uses process_vm_readv).

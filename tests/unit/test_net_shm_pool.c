@@ -6,7 +6,8 @@
  * frees), a receiver in another process reading an exported pool buffer through a ring (memcpy,
  * no process_vm_readv: the receiver drops the right to call it first), what fork gives a child
  * (its parent's pages, not its pool), a sender helping with memcpy into its receiver's pool
- * buffer (every byte checked), and the file of a killed owner swept by the next ring.
+ * buffer (every byte checked), a shared-memory directory too small for an allocation (an error,
+ * not a SIGBUS later), and the file of a killed owner swept by the next ring.
  * Pools live in a private OMX_SHM_DIR.
  */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -123,6 +125,7 @@ static void single_copy_from_pool(void)
 	CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
 	if (getuid() == 0)
 		CHECK(chmod(dir, 0777) == 0);
+	fflush(stdout); /* children end with exit(): not twice */
 	pid_t sender = fork();
 	if (sender == 0) {
 		int e;
@@ -148,6 +151,7 @@ static void single_copy_from_pool(void)
 	}
 	char c = 0;
 	CHECK(read(to_parent[0], &c, 1) == 1 && c == 'r');
+	fflush(stdout); /* children end with exit(): not twice */
 	pid_t reader = fork();
 	if (reader == 0) {
 		int bad = 0, e;
@@ -203,6 +207,7 @@ static void fork_child(void)
 		return;
 	struct iovec v = { p, 8192 };
 	uint32_t id = omx_shm_pool_contains(&v, 1);
+	fflush(stdout); /* children end with exit(): not twice */
 	pid_t pid = fork();
 	if (pid == 0) {
 		if (omx_shm_pool_contains(&v, 1) != 0)
@@ -255,6 +260,7 @@ static void sender_helps(void)
 	for (; tries < 5 && !written; tries++) {
 		int to_child[2], to_parent[2];
 		CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+		fflush(stdout); /* children end with exit(): not twice */
 		pid_t pid = fork();
 		if (pid == 0) {
 			char c = 'x';
@@ -308,11 +314,53 @@ static void sender_helps(void)
 	(void)sched_setaffinity(0, sizeof(all), &all);
 }
 
+/* A shared-memory directory too small for an allocation (a 4 MiB tmpfs, as a container's small
+ * /dev/shm): the call fails with -ENOSPC, a smaller one still works, and nothing is left
+ * allocated. Needs the right to mount (root); skipped otherwise. */
+static void small_directory(void)
+{
+	char small[96];
+	snprintf(small, sizeof(small), "%s/small", dir);
+	if (mkdir(small, 0700) != 0 || mount("omxpooltest", small, "tmpfs", 0, "size=4m") != 0) {
+		printf("small_directory: skipped (cannot mount a tmpfs here)\n");
+		rmdir(small);
+		return;
+	}
+	fflush(stdout); /* children end with exit(): not twice */
+	pid_t pid = fork();
+	if (pid == 0) { /* a process of its own: its pool goes in the small directory */
+		int err = 0, rc = 0;
+		setenv("OMX_SHM_DIR", small, 1);
+		uint8_t *big = omx_shm_pool_alloc(8u * MIB, RESERVE, &err);
+		if (big || err != -ENOSPC)
+			rc = 30;
+		uint8_t *ok = rc ? NULL : omx_shm_pool_alloc(1u * MIB, RESERVE, &err);
+		if (!rc && !ok)
+			rc = 31;
+		if (!rc) {
+			memset(ok, 0x11, MIB);
+			uint64_t reserved, in_use, copied;
+			omx_shm_pool_stats(&reserved, &in_use, &copied);
+			if (in_use != MIB || omx_shm_pool_free(ok) != 0)
+				rc = 32;
+		}
+		exit(rc);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "small_directory: child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	CHECK(umount(small) == 0);
+	rmdir(small);
+}
+
 /* A pool whose owner was killed (no exit handler ran) is removed by the next ring's sweep. */
 static void killed_owner(void)
 {
 	int fds[2];
 	CHECK(pipe(fds) == 0);
+	fflush(stdout); /* children end with exit(): not twice */
 	pid_t pid = fork();
 	if (pid == 0) {
 		int err;
@@ -348,6 +396,7 @@ int main(void)
 	single_copy_from_pool();
 	fork_child();
 	sender_helps();
+	small_directory();
 	killed_owner();
 	return unit_finish(dir);
 }

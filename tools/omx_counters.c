@@ -41,7 +41,8 @@ static void usage(FILE *f)
 
 static int is_shared_slot(int i)
 {
-	return (i >= 72 && i <= 84) || i == OMX_C_X_SHARED_BYTES || i == OMX_C_X_SINGLE_COPY_BYTES;
+	return (i >= 72 && i <= 84) || i == OMX_C_X_SHARED_BYTES || i == OMX_C_X_SINGLE_COPY_BYTES ||
+	       i == OMX_C_X_POOL_COPY_BYTES;
 }
 
 static void print_values(const uint64_t *v, int shared, int verbose)

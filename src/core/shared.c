@@ -201,7 +201,13 @@ int omx__shared_export(union omx_request *r)
 	 * AMD VM when same-host replies had the interface's size; since stop 28 they carry 32 KiB
 	 * in the extended mode whatever the MTU, wire.c). Where the receiver chooses from what each
 	 * way took (adapted()), offer both. */
-	int pooled = omx__shared_pooled(r->s.segs, r->s.nseg);
+	struct iovec iov[OMX_SHM_EXPORT_SEGS];
+	unsigned n = r->s.nseg <= OMX_SHM_EXPORT_SEGS ? r->s.nseg : 0;
+	for (unsigned i = 0; i < n; i++) {
+		iov[i].iov_base = r->s.segs[i].ptr;
+		iov[i].iov_len = r->s.segs[i].len;
+	}
+	int pooled = omx_shm_pool_contains(iov, n) != 0;
 	int pull_pays = !pooled && !adapted(r->s.total_len) && r->s.total_len < omx__cfg.shared_single_copy_min &&
 			ep->wp_local.pull_reply_max >= PULL_REPLY_PAYS;
 	if (!omx__cfg.shared_single_copy || pull_pays) {
@@ -210,12 +216,6 @@ int omx__shared_export(union omx_request *r)
 		(void)omx_shm_export(omx_net_local_own_ring(ep->local), (uint8_t)r->s.u.send.region,
 				     r->s.u.send.region_seqnum, NULL, 0, r->s.total_len);
 		return 0;
-	}
-	struct iovec iov[OMX_SHM_EXPORT_SEGS];
-	unsigned n = r->s.nseg <= OMX_SHM_EXPORT_SEGS ? r->s.nseg : 0;
-	for (unsigned i = 0; i < n; i++) {
-		iov[i].iov_base = r->s.segs[i].ptr;
-		iov[i].iov_len = r->s.segs[i].len;
 	}
 	/* More segments than an export holds: exported as invalid, the receiver pulls. */
 	int region = r->s.u.send.region;

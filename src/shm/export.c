@@ -20,7 +20,7 @@
  * another's memory, and must not get the sender to do it for it. A receive buffer in the
  * receiver's shared pool (pool.c) is the exception: its file is the receiver's, 0600, which any
  * process of that user may write anyway; the sender writes there with memcpy, and a receiver
- * reading a pooled export reads it with memcpy too (pool_single_copy).
+ * reading a pooled export reads it with memcpy too (read_range).
  */
 #include <errno.h>
 #include <sched.h>
@@ -261,32 +261,38 @@ static int wait_sender(struct omx_shm_ring *peer, struct export_ent *e, uint64_t
 	return 0;
 }
 
-/*
- * The single copy of a pooled export, the sender's segments mapped here (from): one memcpy, or,
- * for a message of two chunks or more into a buffer of our own pool, shared with the sender,
- * which then writes its part with memcpy too (omx_shm_coop_serve): both CPUs copy, as with
- * process_vm_readv. 1, or -ESRCH if the sender died in the middle.
- */
-static int pool_single_copy(struct omx_shm_ring *peer, struct export_ent *e, uint8_t seqnum, const struct iovec *from,
-			    unsigned nfrom, const struct iovec *dst, unsigned ndst, uint64_t len, uint32_t chunk,
-			    uint32_t sender_cpu)
+/* Where the receiver reads a message from: the sender's memory (process_vm_readv), or its
+ * shared pool mapped here (memcpy, pool.c). src: the sender's segments, as our addresses for a
+ * pool. */
+struct reader {
+	pid_t pid;
+	int pool;
+	const struct iovec *src, *dst;
+	unsigned nsrc, ndst;
+	uint64_t total;
+};
+
+/* Bytes [off, off + len) of the message into dst. 0 or -errno. */
+static int read_range(const struct reader *rd, uint64_t off, uint64_t len)
 {
-	uint32_t mine = chunk && len >= 2ull * chunk && len <= UINT32_MAX && ndst <= OMX_SHM_EXPORT_SEGS ?
-				omx_shm_pool_contains(dst, ndst) : 0;
-	int cpu = mine && sender_cpu ? sched_getcpu() : -1;
-	if (cpu >= 0 && (uint32_t)cpu + 1u == sender_cpu)
-		mine = 0; /* one CPU for both: no help to be had */
-	if (!mine || !coop_open(e, seqnum, peer->pid, dst, ndst, len, mine))
-		return omx_shm_pool_copy_range(dst, ndst, from, nfrom, 0, len, len) ? -EFAULT : 1;
-	uint64_t at, n;
+	if (rd->pool)
+		return omx_shm_pool_copy_range(rd->dst, rd->ndst, rd->src, rd->nsrc, off, len, rd->total) ? -EFAULT : 0;
+	return cma_range(rd->pid, rd->dst, rd->ndst, rd->src, rd->nsrc, off, len, 0);
+}
+
+/* The receiver's side of a cooperative copy, the export opened: chunks from the front until the
+ * two sides meet, then the sender's part awaited (and redone if any of its writes failed). */
+static int coop_read(struct omx_shm_ring *peer, struct export_ent *e, const struct reader *rd, uint32_t chunk)
+{
 	int err = 0;
+	uint64_t at, n;
 	while (!err && (n = claim(e, chunk, 0, &at)))
-		err = omx_shm_pool_copy_range(dst, ndst, from, nfrom, at, n, len);
+		err = read_range(rd, at, n);
 	uint64_t met = close_window(e);
-	int w = wait_sender(peer, e, len - met);
+	int w = wait_sender(peer, e, rd->total - met);
 	if (!err && !w && __atomic_load_n(&e->sender_err, __ATOMIC_ACQUIRE))
-		err = omx_shm_pool_copy_range(dst, ndst, from, nfrom, met, len - met, len); /* its part, ourselves */
-	return err ? -EFAULT : w ? w : 1;
+		err = read_range(rd, met, rd->total - met); /* its part, ourselves */
+	return err ? err : w;
 }
 
 int omx_shm_export_pooled(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum)
@@ -325,15 +331,7 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 	uint32_t pool_id = valid == EXPORT_POOLED ? __atomic_load_n(&peer->h->pool_id, __ATOMIC_ACQUIRE) : 0;
 	struct iovec from[OMX_SHM_EXPORT_SEGS];
 	void *pool = pool_id ? omx_shm_pool_map(pid, pool_id, 0, src, nseg, from) : NULL;
-	if (pool) {
-		int r = pool_single_copy(peer, e, seqnum, from, nseg, dst, ndst, len, coop_chunk, sender_cpu);
-		omx_shm_pool_unmap(pool);
-		/* Still the same export after the copy: the sender did not reuse the region under us
-		 * (it cannot while the receive is pending, but a stale entry must not pass). */
-		if (r == 1 && __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != g1)
-			return -ENOENT;
-		return r;
-	}
+	struct reader rd = { (pid_t)pid, pool != NULL, pool ? from : src, dst, nseg, ndst, len };
 	/* Both processes on one CPU (pinned there, as an oversubscribed job is): the sender's help
 	 * would come only in turns with our own reads, each chunk a call and each turn a switch. One
 	 * call instead: on the Zen 3 VM, both pinned to CPU 0, 256 KiB read 45-47 us a half round
@@ -341,19 +339,22 @@ int omx_shm_single_copy(struct omx_shm_ring *peer, uint8_t id, uint8_t seqnum, c
 	int cpu = coop_chunk && sender_cpu ? sched_getcpu() : -1;
 	if (cpu >= 0 && (uint32_t)cpu + 1u == sender_cpu)
 		coop_chunk = 0;
-	if (!coop_chunk || len < 2ull * coop_chunk || len > UINT32_MAX || ndst > OMX_SHM_EXPORT_SEGS ||
-	    !coop_open(e, seqnum, peer->pid, dst, ndst, len, 0))
-		return cma_range((pid_t)pid, dst, ndst, src, nseg, 0, len, 0);
-
-	int err = 0;
-	uint64_t at, n;
-	while (!err && (n = claim(e, coop_chunk, 0, &at)))
-		err = cma_range((pid_t)pid, dst, ndst, src, nseg, at, n, 0);
-	uint64_t met = close_window(e);
-	int w = wait_sender(peer, e, len - met);
-	if (!err && !w && __atomic_load_n(&e->sender_err, __ATOMIC_ACQUIRE))
-		err = cma_range((pid_t)pid, dst, ndst, src, nseg, met, len - met, 0); /* its part, ourselves */
-	return err ? err : w;
+	int help = coop_chunk && len >= 2ull * coop_chunk && len <= UINT32_MAX && ndst <= OMX_SHM_EXPORT_SEGS;
+	/* A pooled message is shared out only into a buffer of our own pool: the sender then writes
+	 * its part with memcpy too (omx_shm_coop_serve). */
+	uint32_t mine = pool && help ? omx_shm_pool_contains(dst, ndst) : 0;
+	if (pool && !mine)
+		help = 0;
+	int r = help && coop_open(e, seqnum, peer->pid, dst, ndst, len, mine) ? coop_read(peer, e, &rd, coop_chunk)
+									       : read_range(&rd, 0, len);
+	if (!pool)
+		return r;
+	omx_shm_pool_unmap(pool);
+	/* Still the same export after the copy: the sender did not reuse the region under us (it
+	 * cannot while the receive is pending, but a stale entry must not pass). */
+	if (r == 0 && __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != g1)
+		return -ENOENT;
+	return r ? r : 1;
 }
 
 int omx_shm_yama_scope(void)

@@ -14,8 +14,8 @@
  * 0600), a page of header then `reserve` bytes, mapped once at a fixed range; allocations are
  * page-rounded extents of it, first fit, their pages allocated in the file at once (fallocate),
  * and a free punches them out again (the memory goes back at once; a later allocation there
- * reads zeros). The owner holds the
- * file's lock for its life (the ring files' sweep removes pools whose owner is gone).
+ * reads zeros). The owner holds the file's lock for its life (the ring files' sweep removes pools
+ * whose owner is gone).
  *
  * A sender names the pool in its ring's header (pool_id: the file's random id) when it exports a
  * buffer inside it; the receiver maps the file read-only (cached, a few pools at a time) and
@@ -73,8 +73,6 @@ static struct {
 	int atfork;
 	char path[256];
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
-
-
 
 static struct {
 	pthread_mutex_t lock;
@@ -453,18 +451,4 @@ int omx_shm_pool_copy_range(const struct iovec *dst, unsigned ndst, const struct
 	}
 	__atomic_fetch_add(&maps.copied, len, __ATOMIC_RELAXED);
 	return 0;
-}
-
-int omx_shm_pool_read(uint32_t pid, uint32_t id, const struct iovec *src, unsigned nsrc, const struct iovec *dst,
-		      unsigned ndst, uint64_t len)
-{
-	struct iovec from[OMX_SHM_EXPORT_SEGS];
-	if (nsrc > OMX_SHM_EXPORT_SEGS)
-		return -ENOENT;
-	void *h = omx_shm_pool_map(pid, id, 0, src, nsrc, from);
-	if (!h)
-		return -ENOENT;
-	int err = omx_shm_pool_copy_range(dst, ndst, from, nsrc, 0, len, len);
-	omx_shm_pool_unmap(h);
-	return err;
 }

@@ -97,15 +97,11 @@ int omx_shm_yama_scope(void);
  * alloc: page-rounded, zero-filled, from a reservation of `reserve` bytes made at the first call
  * (NULL and *err -ENOMEM when it is full, -ENOSPC when the directory's file system cannot hold
  * the pages, which are allocated at once); free: 0, or -EINVAL for a pointer alloc did not
- * return. contains: the pool's id if every segment lies in our pool, else 0. read: copy `len`
- * bytes of the segments src of process pid's pool `id` into dst; -ENOENT if that pool cannot be
- * mapped or a segment lies outside it (the caller then uses process_vm_readv).
+ * return. contains: the pool's id if every segment lies in our pool, else 0.
  */
 void *omx_shm_pool_alloc(size_t len, uint64_t reserve, int *err);
 int omx_shm_pool_free(void *ptr);
 uint32_t omx_shm_pool_contains(const struct iovec *v, unsigned n);
-int omx_shm_pool_read(uint32_t pid, uint32_t id, const struct iovec *src, unsigned nsrc, const struct iovec *dst,
-		      unsigned ndst, uint64_t len);
 /* Process pid's pool `id` mapped here (read-only, or writable), and segs (its owner's addresses,
  * all inside the pool) as our addresses in local: a handle to pass to omx_shm_pool_unmap once
  * done with them, or NULL. */

@@ -21,20 +21,6 @@
 
 static char dir[64];
 
-static int count_files(const char *needle)
-{
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "ls %s | grep -c -- '%s'", dir, needle);
-	FILE *f = popen(cmd, "r");
-	int n = -1;
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = -1;
-		pclose(f);
-	}
-	return n;
-}
-
 struct rx {
 	unsigned n;
 	size_t len[4096];
@@ -97,12 +83,12 @@ static void basic(void)
 		CHECK(rx->first[i] == (uint8_t)i);
 	CHECK(push_bytes(prod, 1, 100, &bell) == 0);
 	CHECK(omx_shm_ring_owner_alive(prod) == 1);
-	CHECK(count_files("\\.ring$") == 1);
+	CHECK(unit_count_files(dir, "\\.ring$") == 1);
 	omx_shm_ring_close(own);
 	CHECK(omx_shm_ring_closed(prod));
 	CHECK(push_bytes(prod, 1, 100, &bell) == -ECONNREFUSED);
 	omx_shm_ring_close(prod);
-	CHECK(count_files("\\.ring$") == 0);
+	CHECK(unit_count_files(dir, "\\.ring$") == 0);
 	CHECK(omx_shm_ring_attach(mac, 1, &err) == NULL && err == -ENOENT);
 	free(rx);
 }
@@ -208,7 +194,7 @@ static void ring_lock(void)
 	CHECK(sweeper != NULL);
 	if (sweeper)
 		omx_shm_ring_close(sweeper);
-	CHECK(count_files("\\.ring$") == 0);
+	CHECK(unit_count_files(dir, "\\.ring$") == 0);
 }
 
 /* The producer writes a frame's bytes past the slot's first line before those in it (ring.c):
@@ -467,12 +453,12 @@ static void dead_owner(void)
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	}
 	/* The second creation swept the first dead owner's ring; the second's stays until then. */
-	CHECK(count_files("\\.ring$") == 1);
+	CHECK(unit_count_files(dir, "\\.ring$") == 1);
 	CHECK(omx_shm_ring_attach(mac, 5, &err) == NULL && err == -ENOENT);
 	CHECK(omx_shm_ring_attach(mac2, 5, &err) == NULL && err == -ECONNREFUSED);
 	struct omx_shm_ring *own = omx_shm_ring_create(mac2, 5, 1500, 128 << 10, 3, &err);
 	CHECK(own != NULL);
-	CHECK(count_files("\\.ring$") == 1); /* ours replaced the dead one */
+	CHECK(unit_count_files(dir, "\\.ring$") == 1); /* ours replaced the dead one */
 	int status;
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -480,7 +466,7 @@ static void dead_owner(void)
 		_exit(omx_shm_ring_create(mac, 5, 1500, 128 << 10, 2, &e) ? 0 : 1);
 	}
 	waitpid(pid, &status, 0);
-	CHECK(count_files("\\.ring$") == 2);
+	CHECK(unit_count_files(dir, "\\.ring$") == 2);
 	/* a dead ring of another (deleted) network namespace */
 	char other[128];
 	snprintf(other, sizeof(other), "%s/omx-1234abcd-020000000009-1.ring", dir);
@@ -488,16 +474,16 @@ static void dead_owner(void)
 	CHECK(f != NULL);
 	if (f)
 		fclose(f);
-	CHECK(count_files("\\.ring$") == 3);
+	CHECK(unit_count_files(dir, "\\.ring$") == 3);
 	struct omx_shm_ring *own2 = omx_shm_ring_create(mac, 6, 1500, 128 << 10, 3, &err);
 	CHECK(own2 != NULL);
-	CHECK(count_files("\\.ring$") == 2); /* the dead one swept, ours and the new one */
+	CHECK(unit_count_files(dir, "\\.ring$") == 2); /* the dead one swept, ours and the new one */
 	omx_shm_ring_close(own2);
 	struct omx_shm_ring *prod = omx_shm_ring_attach(mac2, 5, &err);
 	CHECK(prod != NULL);
 	omx_shm_ring_close(prod);
 	omx_shm_ring_close(own);
-	CHECK(count_files("omx-") == 0);
+	CHECK(unit_count_files(dir, "omx-") == 0);
 }
 
 /* A sender process exports two segments; we read them with one process_vm_readv walk. */

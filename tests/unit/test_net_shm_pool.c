@@ -32,20 +32,6 @@
 
 static char dir[64];
 
-static int count_files(const char *suffix)
-{
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "ls %s | grep -c -- '%s$'", dir, suffix);
-	FILE *f = popen(cmd, "r");
-	int n = -1;
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = -1;
-		pclose(f);
-	}
-	return n;
-}
-
 static int all_zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -62,7 +48,7 @@ static void allocator(void)
 	if (!a)
 		return;
 	CHECK(((uintptr_t)a & 4095) == 0);
-	CHECK(count_files(".pool") == 1);
+	CHECK(unit_count_files(dir, "\\.pool$") == 1);
 	uint8_t *b = omx_shm_pool_alloc(3 * MIB, RESERVE, &err);
 	uint8_t *c = omx_shm_pool_alloc(64 * KIB, RESERVE, &err);
 	CHECK(b && c && b >= a + 4096 && c >= b + 3 * MIB);
@@ -191,7 +177,7 @@ static void single_copy_from_pool(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	if (getuid() == 0)
 		CHECK(chmod(dir, 0700) == 0);
-	CHECK(count_files(".pool") == 1); /* the sender's went at its exit; ours stays */
+	CHECK(unit_count_files(dir, "\\.pool$") == 1); /* the sender's went at its exit; ours stays */
 	for (int i = 0; i < 4; i++)
 		close(i < 2 ? to_child[i] : to_parent[i - 2]);
 }
@@ -226,7 +212,7 @@ static void fork_child(void)
 	CHECK(p[0] == 0x77);
 	CHECK(omx_shm_pool_contains(&v, 1) == id);
 	CHECK(omx_shm_pool_free(p) == 0);
-	CHECK(count_files(".pool") == 1); /* the child's went at its exit */
+	CHECK(unit_count_files(dir, "\\.pool$") == 1); /* the child's went at its exit */
 }
 
 static int pin(int cpu)
@@ -371,15 +357,15 @@ static void killed_owner(void)
 	}
 	char c = 0;
 	CHECK(read(fds[0], &c, 1) == 1 && c == 'y');
-	CHECK(count_files(".pool") == 2);
+	CHECK(unit_count_files(dir, "\\.pool$") == 2);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	CHECK(count_files(".pool") == 2); /* still there: nobody swept yet */
+	CHECK(unit_count_files(dir, "\\.pool$") == 2); /* still there: nobody swept yet */
 	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 10 };
 	int err;
 	struct omx_shm_ring *r = omx_shm_ring_create(mac, 1, 1500, 128 << 10, 4, &err);
 	CHECK(r != NULL);
-	CHECK(count_files(".pool") == 1); /* ours stays: we hold its lock */
+	CHECK(unit_count_files(dir, "\\.pool$") == 1); /* ours stays: we hold its lock */
 	if (r)
 		omx_shm_ring_close(r);
 	close(fds[0]);

@@ -4,7 +4,8 @@
  * CHECK(c): counts a pass, or prints the failed condition with its place and counts a failure
  * (atomically: threaded tests check from several threads); CHECK_EQ(a, b) prints both values.
  * Checks of their own (a rate, two strings) count through unit_tally(). unit_lock_dir() makes
- * the private OMX_LOCK_DIR of a test, unit_finish() removes it, prints "N passed, M failed" and
+ * the private OMX_LOCK_DIR of a test, unit_count_files() counts the files of such a directory,
+ * unit_finish() removes it, prints "N passed, M failed" and
  * gives the exit status. A test that defines UNIT_PUMP (a function progressing all its
  * endpoints) also gets wait_req(): wait for a request while pumping, single-threaded.
  */
@@ -44,6 +45,21 @@ static inline int unit_lock_dir(char *dir)
 		return -1;
 	setenv("OMX_LOCK_DIR", dir, 1);
 	return 0;
+}
+
+/* How many names in dir match the grep pattern (basic regular expression); -1 if that fails. */
+static inline int unit_count_files(const char *dir, const char *pattern)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c -- '%s'", dir, pattern);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
 }
 
 static inline int unit_finish(const char *dir)

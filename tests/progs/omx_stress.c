@@ -328,10 +328,13 @@ int main(int argc, char **argv)
 		omx_request_t fs, fr;
 		omx_status_t st;
 		uint32_t res;
-		char fin_in[4];
+		/* From the slots' buffers (all idle now): with -A the fin too comes from the pool, and
+		 * tests can require every single copy to be a pool copy. */
+		uint8_t *fin_out = pv[k].ss[0].buf, *fin_in = pv[k].rs[0].buf;
+		memcpy(fin_out, "fin", 4);
 		uint64_t fin = tagged ? (MATCH_FIN & ~tag_mask) : MATCH_FIN;
-		omx_irecv(ep, fin_in, sizeof(fin_in), fin | (tagged ? (uint64_t)pv[k].tag << 56 : 0), ~0ull, NULL, &fr);
-		omx_issend(ep, "fin", 4, pv[k].addr, fin | (tagged ? (uint64_t)my_tag << 56 : 0), NULL, &fs);
+		omx_irecv(ep, fin_in, 4, fin | (tagged ? (uint64_t)pv[k].tag << 56 : 0), ~0ull, NULL, &fr);
+		omx_issend(ep, fin_out, 4, pv[k].addr, fin | (tagged ? (uint64_t)my_tag << 56 : 0), NULL, &fs);
 		omx_wait(ep, &fs, &st, &res, 60000);
 		if (!res || st.code)
 			errors++, fprintf(stderr, "fin send to endpoint %u failed\n", pv[k].tag);

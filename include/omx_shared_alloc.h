@@ -14,8 +14,14 @@
  * - omx_shared_free gives the pages back at once; OMX_BAD_ERROR for a pointer omx_shared_alloc
  *   did not return (or already freed), OMX_SUCCESS for NULL. Free a buffer only once the
  *   requests that use it are complete, as with any buffer.
+ * - omx_shared_size: the length usable at ptr (the request rounded up to pages) if ptr is a
+ *   live buffer of omx_shared_alloc, else 0.
  * - Other processes of the same user can read these pages (the file is 0600). After fork the
- *   child shares them with its parent (MAP_SHARED memory), and allocates from a pool of its own.
+ *   child has private copies of its parent's buffers at the same addresses, as of malloc'ed
+ *   memory (it may free them; same-host receivers read them with process_vm_readv), and
+ *   allocates from a pool of its own. The copy is made in fork, for every live buffer.
+ * - LD_PRELOAD=libomx-shared-heap.so gives a program's large mallocs (OMX_SHARED_HEAP_MIN) these
+ *   buffers without changing its code (docs/architecture.md, "Shared heap").
  */
 #ifndef OMX_SHARED_ALLOC_H
 #define OMX_SHARED_ALLOC_H
@@ -30,6 +36,7 @@ extern "C" {
 
 void *omx_shared_alloc(size_t length);
 omx_return_t omx_shared_free(void *ptr);
+size_t omx_shared_size(const void *ptr);
 
 #ifdef __cplusplus
 }

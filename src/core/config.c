@@ -221,6 +221,13 @@ static void load_thresholds(struct omx_config *c, uint32_t medium_max)
 		c->shared_rndv_threshold = medium_max;
 }
 
+/* Read without the library's lock: omx_shared_alloc may run inside the library's own calls (the
+ * shared heap's malloc, heap/shared_heap.c, under omx_init). */
+uint64_t omx__config_shared_pool_bytes(void)
+{
+	return (uint64_t)env_u32("OMX_SHARED_POOL_MB", NULL, 16384) << 20;
+}
+
 void omx__config_load_open(void)
 {
 	struct omx_config *c = &omx__cfg;
@@ -304,7 +311,7 @@ void omx__config_load_open(void)
 	omx_copy_set_nt_threshold(c->shared_nt_threshold);
 	omx_shm_huge_set_after(env_u32("OMX_SHARED_HUGE_AFTER", NULL, 8));
 	/* Address space and a sparse file's size: each allocation takes its pages (shm/pool.c). */
-	c->shared_pool_bytes = (uint64_t)env_u32("OMX_SHARED_POOL_MB", NULL, 16384) << 20;
+	c->shared_pool_bytes = omx__config_shared_pool_bytes();
 	c->shared_pool_rndv = env_u32("OMX_SHARED_POOL_RNDV", NULL, 16384);
 	if (c->shared_pool_rndv < OMX_SMALL_MAX + 1)
 		c->shared_pool_rndv = OMX_SMALL_MAX + 1;

@@ -113,6 +113,7 @@ const struct omx_knob *omx__config_knobs(size_t *count);
 const char *omx__config_source(const char *name); /* "env", "file" or "default" */
 const char *omx__config_file(int *state);         /* state: 1 absent, 2 loaded, 3 unreadable */
 void omx__config_load_open(void);
+uint64_t omx__config_shared_pool_bytes(void); /* OMX_SHARED_POOL_MB, read now, no lock */
 /* "OMX_x" with MX alias honoured unless OMX_IGNORE_MX_ENV. NULL if unset. */
 const char *omx__getenv(const char *name, const char *mx_alias);
 

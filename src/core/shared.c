@@ -172,13 +172,10 @@ int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg)
 
 void *omx_shared_alloc(size_t length)
 {
-	if (!__atomic_load_n(&omx__cfg.loaded, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&omx__g.lock);
-		omx__config_load_open();
-		pthread_mutex_unlock(&omx__g.lock);
-	}
+	/* No library lock here: the shared heap calls this from the library's own mallocs. The
+	 * reservation matters only at the first call (the pool's creation). */
 	int err;
-	void *p = omx_shm_pool_alloc(length, omx__cfg.shared_pool_bytes, &err);
+	void *p = omx_shm_pool_alloc(length, omx__config_shared_pool_bytes(), &err);
 	if (!p)
 		omx__verbose("omx_shared_alloc(%zu): %s\n", length, strerror(-err));
 	return p;
@@ -189,6 +186,11 @@ omx_return_t omx_shared_free(void *ptr)
 	if (!ptr)
 		return OMX_SUCCESS;
 	return omx_shm_pool_free(ptr) == 0 ? OMX_SUCCESS : OMX_BAD_ERROR;
+}
+
+size_t omx_shared_size(const void *ptr)
+{
+	return ptr ? omx_shm_pool_size(ptr) : 0;
 }
 
 int omx__shared_export(union omx_request *r)

@@ -21,9 +21,11 @@
  * buffer inside it; the receiver maps the file read-only (cached, a few pools at a time) and
  * copies from there when every exported segment lies in the pool.
  *
- * After fork the child still maps its parent's pool (the pages are shared, as any MAP_SHARED
- * memory) but allocates from a pool of its own: the inherited range is no longer "ours", so the
- * child's exports of it are read with process_vm_readv, as any other memory.
+ * After fork the child gets private copies of its parent's live allocations at the same
+ * addresses, as it would of malloc'ed memory (the shared heap, heap/shared_heap.c, hands the
+ * pool's memory to programs that never asked for sharing), and the rest of the parent's range
+ * goes; it allocates from a pool of its own. The copies are "inherited": not in a pool (exports
+ * of them are read with process_vm_readv), but freed and sized by the same calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +72,10 @@ static struct {
 	uint64_t size;
 	uint64_t in_use;
 	struct ext_list free_ext, used;
+	/* Private copies of the allocations of the pools of our ancestors (fork): absolute addresses
+	 * in off, sorted. */
+	struct ext_list inherited;
+	unsigned inherited_n; /* inherited.n, for a look without the lock */
 	int atfork;
 	char path[256];
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
@@ -94,12 +100,24 @@ static void pool_path(char *buf, size_t len, uint32_t pid, uint32_t id)
 	snprintf(buf, len, "%s/omx-pool-%u-%08x.pool", omx_shm_dir(), pid, id);
 }
 
+#define EXT_PAGE_CAP (POOL_PAGE / sizeof(struct ext))
+
+static void ext_list_drop(struct ext_list *l)
+{
+	if (l->v)
+		munmap(l->v, l->cap * sizeof(*l->v));
+	memset(l, 0, sizeof(*l));
+}
+
 static int ext_insert(struct ext_list *l, unsigned at, struct ext e)
 {
 	if (l->n == l->cap) {
-		unsigned cap = l->cap ? 2 * l->cap : 64;
-		struct ext *v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
+		/* Pages of our own, not malloc: the shared heap's malloc comes here (and a fork child's
+		 * handler fills the inherited list). */
+		unsigned cap = l->cap ? 2 * l->cap : EXT_PAGE_CAP;
+		struct ext *v = l->v ? mremap(l->v, l->cap * sizeof(*v), cap * sizeof(*v), MREMAP_MAYMOVE)
+				     : mmap(NULL, cap * sizeof(*v), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (v == MAP_FAILED)
 			return -ENOMEM;
 		l->v = v;
 		l->cap = cap;
@@ -130,9 +148,49 @@ static unsigned ext_find(const struct ext_list *l, uint64_t off)
 	return lo;
 }
 
-/* The child of a fork keeps its parent's pool mapped (shared pages) but not as its own. */
+/* Our allocations in a fork child's address space: each copied into private memory moved to its
+ * own address, the parent's pages of the rest unmapped. An extent whose copy cannot be made (no
+ * memory) stays shared with the parent and is left out of the inherited list (never freed). */
+static void pool_privatise_in_child(void)
+{
+	uint8_t *b = pool.base;
+	uint64_t at = 0;
+	for (unsigned i = 0; i <= pool.used.n; i++) {
+		struct ext u = i < pool.used.n ? pool.used.v[i] : (struct ext){ pool.size, 0 };
+		if (u.off > at)
+			(void)munmap(b + at, (size_t)(u.off - at)); /* the parent's free space */
+		at = u.off + u.len;
+		if (!u.len)
+			continue;
+		void *tmp = mmap(NULL, (size_t)u.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (tmp == MAP_FAILED)
+			continue;
+		memcpy(tmp, b + u.off, (size_t)u.len);
+		if (mremap(tmp, (size_t)u.len, (size_t)u.len, MREMAP_MAYMOVE | MREMAP_FIXED, b + u.off) == MAP_FAILED) {
+			munmap(tmp, (size_t)u.len);
+			continue;
+		}
+		struct ext a = { (uint64_t)(uintptr_t)(b + u.off), u.len };
+		(void)ext_insert(&pool.inherited, ext_find(&pool.inherited, a.off), a);
+	}
+	__atomic_store_n(&pool.inherited_n, pool.inherited.n, __ATOMIC_RELAXED);
+}
+
+static void pool_lock_for_fork(void)
+{
+	pthread_mutex_lock(&pool.lock);
+}
+
+static void pool_unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&pool.lock);
+}
+
+/* The child of a fork: private copies of what its parent had allocated (above), no pool. */
 static void pool_forget_in_child(void)
 {
+	if (pool.base)
+		pool_privatise_in_child();
 	if (pool.fd >= 0)
 		close(pool.fd); /* the parent's descriptor keeps the lock */
 	pool.fd = -1;
@@ -140,8 +198,8 @@ static void pool_forget_in_child(void)
 	__atomic_store_n(&pool.base, NULL, __ATOMIC_RELEASE);
 	pool.size = 0;
 	pool.in_use = 0;
-	free(pool.free_ext.v);
-	free(pool.used.v);
+	ext_list_drop(&pool.free_ext);
+	ext_list_drop(&pool.used);
 	memset(&pool.free_ext, 0, sizeof(pool.free_ext));
 	memset(&pool.used, 0, sizeof(pool.used));
 	pthread_mutex_init(&pool.lock, NULL);
@@ -161,7 +219,7 @@ static void __attribute__((destructor)) pool_unlink_at_exit(void)
 static int pool_create(uint64_t reserve)
 {
 	if (!pool.atfork) {
-		if (pthread_atfork(NULL, NULL, pool_forget_in_child))
+		if (pthread_atfork(pool_lock_for_fork, pool_unlock_after_fork, pool_forget_in_child))
 			return -ENOMEM;
 		pool.atfork = 1;
 	}
@@ -296,9 +354,39 @@ int omx_shm_pool_free(void *ptr)
 				pool.in_use -= u.len;
 			}
 		}
+	} else if (!b || (uint8_t *)ptr < b || (uint8_t *)ptr >= b + pool.size) {
+		unsigned i = ext_find(&pool.inherited, (uint64_t)(uintptr_t)ptr);
+		if (i < pool.inherited.n && pool.inherited.v[i].off == (uint64_t)(uintptr_t)ptr) {
+			err = munmap(ptr, (size_t)pool.inherited.v[i].len) == 0 ? 0 : -errno;
+			if (!err) {
+				ext_remove(&pool.inherited, i);
+				__atomic_store_n(&pool.inherited_n, pool.inherited.n, __ATOMIC_RELAXED);
+			}
+		}
 	}
 	pthread_mutex_unlock(&pool.lock);
 	return err;
+}
+
+size_t omx_shm_pool_size(const void *ptr)
+{
+	const uint8_t *b = __atomic_load_n(&pool.base, __ATOMIC_ACQUIRE);
+	uint64_t a = (uint64_t)(uintptr_t)ptr;
+	/* Without the lock for what is plainly outside (the shared heap asks at every free). */
+	if ((!b || (const uint8_t *)ptr < b || (const uint8_t *)ptr >= b + pool.size) &&
+	    !__atomic_load_n(&pool.inherited_n, __ATOMIC_RELAXED))
+		return 0;
+	size_t n = 0;
+	pthread_mutex_lock(&pool.lock);
+	b = pool.base;
+	struct ext_list *l = b && (const uint8_t *)ptr >= b && (const uint8_t *)ptr < b + pool.size ? &pool.used
+												  : &pool.inherited;
+	uint64_t key = l == &pool.used ? a - (uint64_t)(uintptr_t)b : a;
+	unsigned i = ext_find(l, key);
+	if (i < l->n && l->v[i].off == key)
+		n = (size_t)l->v[i].len;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
 }
 
 uint32_t omx_shm_pool_contains(const struct iovec *v, unsigned n)

@@ -102,6 +102,9 @@ int omx_shm_yama_scope(void);
 void *omx_shm_pool_alloc(size_t len, uint64_t reserve, int *err);
 int omx_shm_pool_free(void *ptr);
 uint32_t omx_shm_pool_contains(const struct iovec *v, unsigned n);
+/* The length of the allocation that starts at ptr (of our pool, or a fork's private copy of an
+ * ancestor's), else 0. */
+size_t omx_shm_pool_size(const void *ptr);
 /* Process pid's pool `id` mapped here (read-only, or writable), and segs (its owner's addresses,
  * all inside the pool) as our addresses in local: a handle to pass to omx_shm_pool_unmap once
  * done with them, or NULL. */

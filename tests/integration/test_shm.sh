@@ -151,6 +151,19 @@ check "shared buffers with the single copy off (OMX_SHARED_SINGLE_COPY=0): intac
 	pair poolpull -A -n "$N" -m 1048576 -w 16
 pc=$(( $(pool_copies poolpull.a) + $(pool_copies poolpull.b) ))
 check "with the single copy off nothing was read from a pool ($pc)" test "$pc" = 0
+# The shared heap (LD_PRELOAD=libomx-shared-heap.so): omx_stress's own malloc'ed buffers, as any
+# program's, come from the pools; not built under the sanitizers.
+HEAP=$OMX_BUILD/src/libomx-shared-heap.so
+if [ -e "$HEAP" ]; then
+	PAIR_ENV=(LD_PRELOAD="$HEAP")
+	check "shared heap: random sizes and matches up to 4 MiB from malloc'ed buffers, $N messages each way" \
+		pair heap -n "$N" -m 4194304 -w 16
+	pc=$(( $(pool_copies heap.a) + $(pool_copies heap.b) ))
+	sc=$(( $(summary heap.a 4) + $(summary heap.b 4) ))
+	check "shared heap: every single copy read from the sender's pool ($pc of $sc)" test "$pc" -gt 0 -a "$pc" = "$sc"
+else
+	echo "  (shared heap not built in this configuration: its checks skipped)"
+fi
 pf=$(find "$TMP/shm" -name '*.pool' | wc -l)
 check "the pools' files went with their processes ($pf left)" test "$pf" = 0
 

@@ -182,8 +182,9 @@ static void single_copy_from_pool(void)
 		close(i < 2 ? to_child[i] : to_parent[i - 2]);
 }
 
-/* After fork: the child reads and writes its parent's pages (shared), but they are not its
- * pool; it allocates from a new one. */
+/* After fork: the child has a private copy of its parent's buffer at the same address (as of
+ * malloc'ed memory), not in any pool but sized and freed by the same calls; it allocates from a
+ * new pool. */
 static void fork_child(void)
 {
 	int err;
@@ -191,6 +192,8 @@ static void fork_child(void)
 	CHECK(p != NULL);
 	if (!p)
 		return;
+	p[0] = 0x55;
+	p[8191] = 0x66;
 	struct iovec v = { p, 8192 };
 	uint32_t id = omx_shm_pool_contains(&v, 1);
 	fflush(stdout); /* children end with exit(): not twice */
@@ -198,9 +201,11 @@ static void fork_child(void)
 	if (pid == 0) {
 		if (omx_shm_pool_contains(&v, 1) != 0)
 			_exit(20);
-		if (omx_shm_pool_free(p) != -EINVAL)
+		if (p[0] != 0x55 || p[8191] != 0x66 || omx_shm_pool_size(p) != 8192)
 			_exit(21);
-		p[0] = 0x77; /* shared with the parent */
+		p[0] = 0x77; /* its own copy */
+		if (omx_shm_pool_free(p) != 0 || omx_shm_pool_size(p) != 0 || omx_shm_pool_free(p) != -EINVAL)
+			_exit(24);
 		uint8_t *q = omx_shm_pool_alloc(4096, RESERVE, &err);
 		struct iovec w = { q, 4096 };
 		uint32_t mine = q ? omx_shm_pool_contains(&w, 1) : 0;
@@ -209,7 +214,7 @@ static void fork_child(void)
 	int status;
 	waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	CHECK(p[0] == 0x77);
+	CHECK(p[0] == 0x55); /* the child's write stayed its own */
 	CHECK(omx_shm_pool_contains(&v, 1) == id);
 	CHECK(omx_shm_pool_free(p) == 0);
 	CHECK(unit_count_files(dir, "\\.pool$") == 1); /* the child's went at its exit */

@@ -702,9 +702,17 @@ static void copy_policy(void)
 	struct omx_copy_calib here;
 	CHECK(omx_copy_calibrate(&here) == 0);
 	CHECK(here.ok && here.cma_fixed_ns > 0 && here.memcpy_ns_per_kib > 0 && here.cma_ns_per_kib >= 0);
-	/* A second CPU here (the tests run on two or more): the cross-CPU figure was measured. */
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		CHECK(here.cross_ns_per_kib > 0);
+	/* A second CPU here (the tests run on two or more): the cross-CPU figure is measured, or
+	 * said missed when the other CPU did not run the helper within the budget (this VM's vCPU 0
+	 * did not, for a while, on 2026-12-02: 5 runs of 6 in a row). A few tries; then "missed" must
+	 * be said, never a silent 0. */
+	for (int tries = 1; tries < 5 && sysconf(_SC_NPROCESSORS_ONLN) > 1 && here.cross_ns_per_kib <= 0; tries++)
+		CHECK(omx_copy_calibrate(&here) == 0);
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+		CHECK(here.cross_ns_per_kib > 0 || here.cross_missed);
+		if (here.cross_ns_per_kib <= 0)
+			printf("copy_policy: the cross-CPU copies were not measured in 5 tries (the other CPU busy): said missed\n");
+	}
 	printf("copy_policy: this machine: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB, two copies between "
 	       "CPUs %.1f ns/KiB\n",
 	       here.cma_fixed_ns, here.cma_ns_per_kib, here.memcpy_ns_per_kib, here.cross_ns_per_kib);

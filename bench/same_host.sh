@@ -14,6 +14,8 @@
 # cma / none (bench/mpi_shm_pingpong.c, compiled with mpicc here; mpirun as root); ucx: the same
 # program over Open MPI's pml ucx with UCX's shared-memory transports (UCX_TLS=sm,self); mpi-omx:
 # the same program over omx itself (pml cm, mtl ofi, the build's provider: OMX_BUILD/ofi);
+# mpi-omx-heap: mpi-omx with the ranks' large mallocs from the shared pool (LD_PRELOAD of the
+# build's libomx-shared-heap.so);
 # and the baselines of bench/local_pingpong.c: pipe, unix (stream socketpair), flag (a bare
 # shared-memory flag + memcpy: the floor of any shared-memory path), and ring (bench/ring_pingpong.c:
 # omx's shared-memory ring alone, frames of the message length + 40 header bytes, up to 9176 B:
@@ -153,14 +155,16 @@ run_once() { # mode place run
 		done >"$out"
 		return
 		;;
-	vader-* | ucx | mpi-omx | mpi-omx+*)
+	vader-* | ucx | mpi-omx | mpi-omx+* | mpi-omx-heap | mpi-omx-heap+*)
 		local mca pre=()
 		if [[ $mode == mpi-omx* ]]; then
 			# Open MPI over omx itself (pml cm, mtl ofi, our provider from the build), both ranks
 			# in the one namespace: what an MPI job sees of omx's same-host path
-			# ("mpi-omx+VAR=value+...": those variables too, exported to the ranks)
+			# ("mpi-omx+VAR=value+...": those variables too, exported to the ranks; mpi-omx-heap:
+			# the ranks' mallocs from the shared pool, LD_PRELOAD=libomx-shared-heap.so)
 			local more=() v
 			[[ $mode == *+* ]] && IFS=+ read -r -a more <<<"${mode#*+}"
+			[[ $mode == mpi-omx-heap* ]] && more+=(LD_PRELOAD="$b/src/libomx-shared-heap.so")
 			pre=(omx_host_exec 0 env "${OMXENV[@]}" FI_PROVIDER_PATH="$b/ofi" "${more[@]}")
 			mca=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include omx --mca btl self
 				-x OMX_PEERS -x OMX_IFACES -x OMX_LOCK_DIR -x FI_PROVIDER_PATH)

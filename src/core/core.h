@@ -523,6 +523,10 @@ struct omx_endpoint {
 	struct omx_wire_params wp_local; /* frames to and from endpoints of this host (wire.c) */
 	uint32_t debug_gen; /* OMX_DEBUG_SIGNAL dumps done (debug.c) */
 	/* At the end, to leave the layout of the hot fields above as it was. */
+	/* A slot a region in our shared pool for the small first segment of a send whose others
+	 * are pooled (a libfabric provider's header): the export then names the copy, and the
+	 * receiver reads the whole message from the pool (shared.c). NULL until needed. */
+	uint8_t *pool_heads;
 	uint32_t coop_exports; /* single-copy exports whose receiver may ask for our help (shared.c) */
 	uint64_t coop_mask[OMX_REGION_MAX / 64]; /* their regions */
 	uint16_t local_window; /* send.c send_window: unacked messages to a same-host partner (0: no limit) */
@@ -789,6 +793,7 @@ uint16_t omx__shared_send_window(struct omx_endpoint *ep);
 void omx__shared_policy_resolve(void); /* measure the machine once, fill the auto thresholds */
 int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg); /* all in our pool (omx_shared_alloc)? */
 int omx__shared_export(union omx_request *r); /* 1: a same-host receiver can copy it directly */
+void omx__shared_endpoint_free(struct omx_endpoint *ep); /* what export kept for the endpoint */
 void omx__shared_unexport(struct omx_endpoint *ep, int region);
 void omx__shared_coop_serve(struct omx_endpoint *ep); /* our part of our receivers' single copies */
 int omx__shared_single_copy(union omx_request *r); /* 1: data copied, NOTIFY/complete remain */

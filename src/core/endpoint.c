@@ -131,6 +131,7 @@ static void endpoint_free(struct omx_endpoint *ep)
 	omx_list_for_each_safe(pos, tmp, &ep->all_reqs)
 		omx__req_free((union omx_request *)omx_container_of(pos, omx_req_t, all_elt));
 	omx__req_cache_drain(ep);
+	omx__shared_endpoint_free(ep);
 	for (uint32_t i = 0; i < omx__g.peer_count; i++) {
 		if (!ep->partners || !ep->partners[i])
 			continue;

@@ -158,6 +158,8 @@ static void huge_use(struct omx_endpoint *ep, const struct iovec *iov, unsigned 
 
 /* ---- shared buffers (shm/pool.c) ---- */
 
+#define POOL_HEAD_MAX 64u /* the largest first segment pool_head copies into the pool */
+
 int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg)
 {
 	struct iovec iov[OMX_SHM_EXPORT_SEGS];
@@ -167,7 +169,9 @@ int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg)
 		iov[i].iov_base = segs[i].ptr;
 		iov[i].iov_len = segs[i].len;
 	}
-	return omx_shm_pool_contains(iov, nseg) != 0;
+	/* or a small head before pooled segments (pool_head below copies it into the pool) */
+	return omx_shm_pool_contains(iov, nseg) != 0 ||
+	       (nseg >= 2 && segs[0].len <= POOL_HEAD_MAX && omx_shm_pool_contains(iov + 1, nseg - 1) != 0);
 }
 
 void *omx_shared_alloc(size_t length)
@@ -193,6 +197,37 @@ size_t omx_shared_size(const void *ptr)
 	return ptr ? omx_shm_pool_size(ptr) : 0;
 }
 
+/* A small first segment outside the pool before pooled ones (the header a libfabric provider puts
+ * before each message, ofi/ofx_send.c): exported as its copy in the region's slot of
+ * ep->pool_heads, so that the receiver reads the message from the pool alone. The copy stays
+ * right: a send's segments must not change until it completes, and the region is ours until
+ * then. Whether the export is pooled now. */
+static int pool_head(struct omx_endpoint *ep, int region, struct iovec *iov, unsigned n)
+{
+	if (omx_shm_pool_contains(iov, n))
+		return 1;
+	if (n < 2 || iov[0].iov_len > POOL_HEAD_MAX || region < 0 || region >= OMX_REGION_MAX ||
+	    !omx_shm_pool_contains(iov + 1, n - 1))
+		return 0;
+	if (!ep->pool_heads) {
+		int err;
+		ep->pool_heads = omx_shm_pool_alloc(OMX_REGION_MAX * POOL_HEAD_MAX, omx__config_shared_pool_bytes(), &err);
+		if (!ep->pool_heads)
+			return 0;
+	}
+	uint8_t *slot = ep->pool_heads + (size_t)region * POOL_HEAD_MAX;
+	memcpy(slot, iov[0].iov_base, iov[0].iov_len);
+	iov[0].iov_base = slot;
+	return 1;
+}
+
+void omx__shared_endpoint_free(struct omx_endpoint *ep)
+{
+	if (ep->pool_heads)
+		(void)omx_shm_pool_free(ep->pool_heads);
+	ep->pool_heads = NULL;
+}
+
 int omx__shared_export(union omx_request *r)
 {
 	struct omx_endpoint *ep = r->s.ep;
@@ -209,7 +244,7 @@ int omx__shared_export(union omx_request *r)
 		iov[i].iov_base = r->s.segs[i].ptr;
 		iov[i].iov_len = r->s.segs[i].len;
 	}
-	int pooled = omx_shm_pool_contains(iov, n) != 0;
+	int pooled = pool_head(ep, r->s.u.send.region, iov, n);
 	int pull_pays = !pooled && !adapted(r->s.total_len) && r->s.total_len < omx__cfg.shared_single_copy_min &&
 			ep->wp_local.pull_reply_max >= PULL_REPLY_PAYS;
 	if (!omx__cfg.shared_single_copy || pull_pays) {

@@ -85,6 +85,16 @@ if [ -z "${MPI_JOBS:-}" ] || [[ " $MPI_JOBS " == *" local2 "* ]]; then
 	fast=$(omx_fast_frames "$TMP/local2.log")
 	check "local2: same-host MPI messages received on the fast path ($fast frames)" test "$fast" -gt 0
 fi
+# The same within one host with the shared heap preloaded into the ranks (not built under the
+# sanitizers): mpi_check's malloc'ed buffers come from the pools, and its large messages are
+# read from the senders' pools with memcpy (the provider's header copied into the pool too).
+HEAP=$OMX_BUILD/src/libomx-shared-heap.so
+if [ -e "$HEAP" ] && { [ -z "${MPI_JOBS:-}" ] || [[ " $MPI_JOBS " == *" heap2 "* ]]; }; then
+	MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2 OMX_VERBOSE=1 LD_PRELOAD=$HEAP"
+	job heap2 "0:2" 2 1 data
+	pc=$(sed -n 's/.*; \([0-9]*\) single copies read from shared pools$/\1/p' "$TMP/heap2.log" | awk '{s += $1} END {print s + 0}')
+	check "heap2: large MPI messages read from the senders' pools ($pc single copies)" test "$pc" -gt 0
+fi
 MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2"
 job local4 "0:4" 4 1 data
 job remote2 "0:1 1:1" 2 2 data

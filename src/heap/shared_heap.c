@@ -114,6 +114,11 @@ static int cache_keep(void *p, size_t len)
 	if (len > CACHE_BLOCK_MAX)
 		return 0;
 	pthread_mutex_lock(&cache.lock);
+	for (unsigned i = 0; i < cache.n; i++)
+		if (cache.p[i] == p) { /* freed twice: kept once, never handed out twice */
+			pthread_mutex_unlock(&cache.lock);
+			return 1;
+		}
 	if (cache.n < CACHE_BLOCKS && cache.bytes + len <= CACHE_BYTES_MAX) {
 		cache.p[cache.n] = p;
 		cache.len[cache.n++] = len;

@@ -44,10 +44,12 @@ static size_t min_size(void)
 	size_t m = __atomic_load_n(&heap_min, __ATOMIC_RELAXED);
 	if (!m) {
 		const char *v = getenv("OMX_SHARED_HEAP_MIN");
-		char *end;
-		unsigned long long x = v && *v ? strtoull(v, &end, 0) : HEAP_MIN_DEFAULT;
-		if (!v || !*v || *end || x < HEAP_PAGE)
-			x = v && *v && !*end && x < HEAP_PAGE ? HEAP_PAGE : HEAP_MIN_DEFAULT;
+		char *end = NULL;
+		unsigned long long x = v && *v ? strtoull(v, &end, 0) : 0;
+		if (!end || *end)
+			x = HEAP_MIN_DEFAULT; /* unset or not a number */
+		else if (x < HEAP_PAGE)
+			x = HEAP_PAGE;
 		m = (size_t)x;
 		__atomic_store_n(&heap_min, m, __ATOMIC_RELAXED);
 	}

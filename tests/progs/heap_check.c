@@ -80,11 +80,17 @@ static void *churn(void *arg)
 	return (void *)(uintptr_t)bad;
 }
 
-/* In a process with a 16 MiB reservation: what the pool cannot hold comes from the C library. */
+/* In a process with a 16 MiB reservation: what the pool cannot hold comes from the C library;
+ * and a lower OMX_SHARED_HEAP_MIN. */
 static int small_pool(void)
 {
 	uint8_t *huge = malloc(64 << 20), *fits = malloc(8 << 20);
 	int ok = huge && !omx_shared_size(huge) && fits && omx_shared_size(fits) == 8u << 20;
+	/* and OMX_SHARED_HEAP_MIN=8192 (set by the parent): 8 KiB from the pool, 8191 B not */
+	void *k8 = malloc(8192), *under = malloc(8191);
+	ok = ok && omx_shared_size(k8) == 8192 && !omx_shared_size(under);
+	free(k8);
+	free(under);
 	if (huge)
 		fill(huge, 64 << 20, 3), ok = ok && same(huge, 64 << 20, 3);
 	free(huge);
@@ -199,6 +205,7 @@ static int run_tests(void)
 	if (pid == 0) {
 		char *argv[] = { "heap_check", "--small-pool", NULL };
 		setenv("OMX_SHARED_POOL_MB", "16", 1);
+		setenv("OMX_SHARED_HEAP_MIN", "8192", 1);
 		execv("/proc/self/exe", argv);
 		_exit(3);
 	}

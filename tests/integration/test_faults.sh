@@ -43,7 +43,10 @@ run0 timeout 120 "$P" sendloop "$H1" 1 -n 150 -i 20 -r >"$TMP/loop.log" 2>&1 &
 LOOP=$!
 sleep 1
 omx_pkill 1 KILL "omx_faultprog serve -e 1 -t 50"
-sleep 1
+# The restart waits for the sender to have seen the NACK (up to 10 s): a fixed second was once
+# too short on a loaded VM (CI, 2026-12-02: the restarted victim answered first, "Wrong Remote
+# Endpoint Session", and no send had failed "closed" yet).
+for _ in $(seq 200); do grep -q "Remote Endpoint is Closed" "$TMP/loop.log" && break; sleep 0.05; done
 check "victim restarted (new session)" bg1 victim2 timeout 60 "$P" serve -e 1 -t 50
 wait $LOOP
 sed 's/^/  [sendloop] /' "$TMP/loop.log"

@@ -160,6 +160,12 @@ static void huge_use(struct omx_endpoint *ep, const struct iovec *iov, unsigned 
 
 #define POOL_HEAD_MAX 64u /* the largest first segment pool_head copies into the pool */
 
+/* A small first segment before segments all in our pool (what pool_head can make pooled). */
+static int small_head_then_pooled(const struct iovec *iov, unsigned n)
+{
+	return n >= 2 && iov[0].iov_len <= POOL_HEAD_MAX && omx_shm_pool_contains(iov + 1, n - 1) != 0;
+}
+
 int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg)
 {
 	struct iovec iov[OMX_SHM_EXPORT_SEGS];
@@ -170,8 +176,7 @@ int omx__shared_pooled(const omx_seg_t *segs, uint32_t nseg)
 		iov[i].iov_len = segs[i].len;
 	}
 	/* or a small head before pooled segments (pool_head below copies it into the pool) */
-	return omx_shm_pool_contains(iov, nseg) != 0 ||
-	       (nseg >= 2 && segs[0].len <= POOL_HEAD_MAX && omx_shm_pool_contains(iov + 1, nseg - 1) != 0);
+	return omx_shm_pool_contains(iov, nseg) != 0 || small_head_then_pooled(iov, nseg);
 }
 
 void *omx_shared_alloc(size_t length)
@@ -206,8 +211,7 @@ static int pool_head(struct omx_endpoint *ep, int region, struct iovec *iov, uns
 {
 	if (omx_shm_pool_contains(iov, n))
 		return 1;
-	if (n < 2 || iov[0].iov_len > POOL_HEAD_MAX || region < 0 || region >= OMX_REGION_MAX ||
-	    !omx_shm_pool_contains(iov + 1, n - 1))
+	if (region < 0 || region >= OMX_REGION_MAX || !small_head_then_pooled(iov, n))
 		return 0;
 	if (!ep->pool_heads) {
 		int err;

@@ -12,8 +12,10 @@
  * Matching is done here, not by omx: an omx unexpected-message handler sees every incoming
  * message (no omx receive is ever posted in advance). It looks for a matching posted fi receive
  * (tag, ignore mask and, for directed receives, source) and posts an exact-match omx receive into
- * that buffer, which omx then matches to the message at once; otherwise the message is received
- * into a provider bounce buffer and queued as unexpected, in arrival order. The handler runs
+ * that buffer, which omx then matches to the message at once; otherwise the message is queued as
+ * unexpected, in arrival order: an eager one received into a provider bounce buffer, a large one
+ * left in omx's queue (reserved, omx_unexp_reserve.h) until a receive takes it, so that its data
+ * is pulled once, into the application's buffer. The handler runs
  * either inside an omx call made with the domain lock held, or on the omx progress thread, which
  * then takes the lock (see dom_lock).
  *
@@ -58,6 +60,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "open-mx.h"
+#include "omx_unexp_reserve.h"
 
 #define OFX_NAME "omx"
 #define OFX_VERSION FI_VERSION(0, 1)
@@ -157,6 +160,8 @@ struct ofx_op {
 	uint32_t msg_len, xfer;
 	omx_return_t code;
 	int done, claimed, discard;
+	int reserved; /* left in omx's queue (omx_unexp_reserve, key: the op's address), not received yet */
+	uint64_t reserved_ns; /* since when (now_ns) */
 	struct ofx_op *claimer;
 	/* OP_CONN */
 	size_t conn_idx;
@@ -194,6 +199,8 @@ struct ofx_ep {
 	struct ofx_op *live; /* every op not freed yet, also those only omx knows of: freed by ep_close */
 	struct ofx_op *op_cache; /* freed ops kept for reuse (linked by next), at most OFX_OP_CACHE */
 	unsigned omx_held; /* messages the handler had no memory for, left in omx's queue (ofx_match.c) */
+	unsigned reserved_n; /* unexpected messages reserved in omx's queue (ofx_match.c) */
+	uint64_t reserve_check_ns; /* when the oldest of them is due to be buffered (reserved_expire) */
 	unsigned op_cached;
 	struct ofx_op *pend_head, *pend_tail; /* completed ops whose completion waits for CQ memory */
 };
@@ -251,6 +258,8 @@ static inline int dom_held(struct ofx_domain *d)
 extern uint64_t connect_timeout_ns; /* OMX_FI_CONNECT_TIMEOUT */
 extern int ofx_verbose;             /* OMX_FI_VERBOSE */
 extern uint64_t yield_after_ns;     /* OMX_FI_YIELD_US */
+extern uint64_t reserve_ns;         /* OMX_FI_RESERVE_US */
+extern unsigned reserve_max;        /* OMX_FI_RESERVE_MAX */
 
 uint64_t now_ns(void);
 
@@ -291,6 +300,7 @@ uint64_t recv_flags(const struct ofx_op *r);
 void recv_complete(struct ofx_ep *ep, struct ofx_op *r, uint64_t match, uint32_t raw_len, uint32_t raw_xfer,
 		   omx_return_t code, const unsigned char *hdr);
 void unexp_deliver(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r);
+void reserved_expire(struct ofx_ep *ep);
 ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore, int tagged,
 		void *context, uint64_t flags);
 

@@ -63,6 +63,16 @@ int ofx_verbose; /* OMX_FI_VERBOSE: 1 endpoints, 2 refused hints, 3 all hints, 4
  * two ranks on one CPU a rendezvous (which needs the receiver to run) cost a scheduler time slice
  * (~4 ms) per message. 0 = never yield. */
 uint64_t yield_after_ns = 10000;
+/* OMX_FI_RESERVE_US: how long an unexpected large message may wait in omx's queue for its receive
+ * (ofx_match.c) before it is received into a buffer of ours after all. Its sender keeps the send
+ * (and one of its 128 large-send slots) until it is pulled: an application that receives a batch
+ * of large messages in another order than they were sent would otherwise wait for ever for one
+ * the sender cannot start. 0 = never leave them there (every message buffered on arrival). */
+uint64_t reserve_ns = 1000000;
+/* OMX_FI_RESERVE_MAX: at most this many of an endpoint's unexpected messages wait in omx's queue;
+ * past it they are buffered on arrival. It bounds how many of its senders' large-send slots one
+ * receiver holds. */
+unsigned reserve_max = 64;
 
 static int ofx_omx_init(void)
 {
@@ -78,6 +88,12 @@ static int ofx_omx_init(void)
 		const char *y = getenv("OMX_FI_YIELD_US");
 		if (y)
 			yield_after_ns = (uint64_t)strtoull(y, NULL, 0) * 1000ull;
+		const char *rs = getenv("OMX_FI_RESERVE_US");
+		if (rs)
+			reserve_ns = (uint64_t)strtoull(rs, NULL, 0) * 1000ull;
+		const char *rm = getenv("OMX_FI_RESERVE_MAX");
+		if (rm)
+			reserve_max = (unsigned)strtoul(rm, NULL, 0);
 	}
 	int ok = omx_ready;
 	pthread_mutex_unlock(&init_lock);

@@ -108,17 +108,113 @@ void op_free(struct ofx_op *op)
 	free(op);
 }
 
+/* r's buffer as omx segments (the header first if the endpoint uses one): their count. */
+static uint32_t recv_segs(struct ofx_ep *ep, struct ofx_op *r)
+{
+	size_t len = r->len > OFX_MAX_MSG ? OFX_MAX_MSG : r->len;
+	uint32_t n = 0;
+	if (ep->hlen) {
+		r->seg[n].ptr = r->hdr;
+		r->seg[n++].len = OFX_HDR;
+	}
+	r->seg[n].ptr = r->buf;
+	r->seg[n++].len = (uint32_t)len;
+	return n;
+}
+
 /* Post the omx receive of the message matched by r (exact match_info). */
 static omx_return_t post_recv(struct ofx_ep *ep, struct ofx_op *r, uint64_t match)
 {
-	size_t len = r->len > OFX_MAX_MSG ? OFX_MAX_MSG : r->len;
-	if (!ep->hlen)
-		return omx_irecv(ep->oep, r->buf, len, match, ~0ULL, r, &r->req);
-	r->seg[0].ptr = r->hdr;
-	r->seg[0].len = OFX_HDR;
-	r->seg[1].ptr = r->buf;
-	r->seg[1].len = (uint32_t)len;
-	return omx_irecvv(ep->oep, r->seg, 2, match, ~0ULL, r, &r->req);
+	return omx_irecvv(ep->oep, r->seg, recv_segs(ep, r), match, ~0ULL, r, &r->req);
+}
+
+static uint64_t reserve_key(const struct ofx_op *u)
+{
+	return (uint64_t)(uintptr_t)u;
+}
+
+/* Whether the handler leaves this large message in omx's queue (reserved under u's address). */
+static int reserve(struct ofx_ep *ep, struct ofx_op *u)
+{
+	if (!reserve_ns || ep->reserved_n >= reserve_max ||
+	    omx_unexp_reserve(ep->oep, reserve_key(u)) != OMX_SUCCESS)
+		return 0;
+	u->reserved = 1;
+	u->reserved_ns = now_ns();
+	if (!ep->reserved_n++)
+		ep->reserve_check_ns = u->reserved_ns + reserve_ns;
+	return 1;
+}
+
+static void reserved_end(struct ofx_ep *ep, struct ofx_op *u)
+{
+	u->reserved = 0;
+	ep->reserved_n--;
+}
+
+/* Receive r takes reserved message u, which omx pulls straight into r's buffer; u is freed. */
+static void reserved_claim(struct ofx_ep *ep, struct ofx_op *u, struct ofx_op *r)
+{
+	reserved_end(ep, u);
+	r->addr = unexp_src(ep, u);
+	uint64_t match = u->match;
+	omx_return_t rc = omx_irecv_reserved(ep->oep, reserve_key(u), r->seg, recv_segs(ep, r), r, &r->req);
+	op_free(u);
+	if (rc != OMX_SUCCESS) /* not found: a provider bug, reported rather than waited for */
+		recv_complete(ep, r, match, 0, 0, rc, NULL);
+}
+
+/* Reserved message u becomes an ordinary buffered one, received into a bounce buffer (a peek must
+ * report its header's data). 0 if it is being received, -1 without memory (u stays reserved). */
+static int reserved_buffer(struct ofx_ep *ep, struct ofx_op *u)
+{
+	void *buf = malloc(u->msg_len ? u->msg_len : 1);
+	if (!buf)
+		return -1;
+	omx_seg_t seg = {buf, u->msg_len};
+	u->buf = buf;
+	reserved_end(ep, u);
+	if (omx_irecv_reserved(ep->oep, reserve_key(u), &seg, 1, u, &u->req) != OMX_SUCCESS) {
+		u->done = 1;
+		u->code = OMX_BAD_ERROR;
+	}
+	return 0;
+}
+
+/* Reserved messages that waited OMX_FI_RESERVE_US for their receive are buffered (ofx_fabric.c
+ * says why). Every progress call while some are reserved: one clock read until one is due. */
+void reserved_expire(struct ofx_ep *ep)
+{
+	uint64_t t = now_ns();
+	if (t < ep->reserve_check_ns)
+		return;
+	uint64_t oldest = t;
+	for (struct ofx_op *u = ep->unexp_head; u && ep->reserved_n; u = u->next) {
+		if (!u->reserved)
+			continue;
+		if (t - u->reserved_ns < reserve_ns)
+			oldest = u->reserved_ns < oldest ? u->reserved_ns : oldest;
+		else
+			(void)reserved_buffer(ep, u); /* without memory: tried again a period later (oldest <= t) */
+	}
+	ep->reserve_check_ns = oldest + reserve_ns;
+}
+
+/* Discarded message u (FI_CLAIM | FI_DISCARD, or FI_PEEK | FI_DISCARD), off the unexpected list:
+ * freed once omx has finished with it (a reserved one is taken with no buffer: nothing pulled). */
+static void unexp_discard(struct ofx_ep *ep, struct ofx_op *u)
+{
+	if (u->reserved) {
+		reserved_end(ep, u);
+		if (omx_irecv_reserved(ep->oep, reserve_key(u), NULL, 0, u, &u->req) != OMX_SUCCESS) {
+			op_free(u);
+			return;
+		}
+	} else if (u->done) {
+		op_free(u);
+		return;
+	}
+	u->discard = 1;
 }
 
 /* A message omx hands over whole (one frame: tiny, small, one-fragment medium), matched by
@@ -186,6 +282,13 @@ static omx_unexp_handler_action_t handle_unexp(struct ofx_ep *ep, omx_endpoint_a
 	u->snic = snic;
 	u->sepid = sepid;
 	u->msg_len = msg_length;
+	/* A large message stays in omx's queue, its data at the sender, until a receive takes it:
+	 * received here, it would be copied again into that receive's buffer (omx refuses eager
+	 * messages, whose data is arriving already). */
+	if (!data && reserve(ep, u)) {
+		list_append(&ep->unexp_head, &ep->unexp_tail, u);
+		return OMX_UNEXP_HANDLER_RECV_CONTINUE;
+	}
 	u->buf = malloc(msg_length ? msg_length : 1); /* the whole message, header included */
 	if (!u->buf) {
 		op_free(u);
@@ -298,8 +401,12 @@ static ssize_t recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *con
 			break;
 	struct fi_cq_err_entry e = {.op_context = context, .flags = recv_flags(tmpl), .tag = tmpl->match};
 	fi_addr_t src = FI_ADDR_NOTAVAIL;
+	/* A reserved message has everything to report but the header's data: with a header, it is
+	 * received now, and reported once it is here. */
+	if (u && u->reserved && ep->hlen)
+		(void)reserved_buffer(ep, u);
 	/* a message still being received (its header may not be here yet) counts as not there */
-	if (!u || !u->done || u->msg_len < ep->hlen) {
+	if (!u || !(u->done || (u->reserved && !ep->hlen)) || u->msg_len < ep->hlen) {
 		e.err = FI_ENOMSG;
 	} else {
 		e.len = u->msg_len - ep->hlen;
@@ -324,7 +431,7 @@ static ssize_t recv_peek(struct ofx_ep *ep, const struct ofx_op *tmpl, void *con
 	}
 	if (!e.err && (flags & FI_DISCARD)) {
 		list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
-		op_free(u);
+		unexp_discard(ep, u);
 	}
 	return 0;
 }
@@ -442,10 +549,7 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 				return -FI_EAGAIN; /* discard nothing without its completion */
 			}
 			list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
-			if (u->done)
-				op_free(u);
-			else
-				u->discard = 1;
+			unexp_discard(ep, u);
 			dom_unlock(ep->dom);
 			return 0;
 		}
@@ -456,7 +560,9 @@ ssize_t do_recv(struct ofx_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_
 	}
 	if (u) {
 		list_remove(&ep->unexp_head, &ep->unexp_tail, prev, u);
-		if (u->done)
+		if (u->reserved)
+			reserved_claim(ep, u, r);
+		else if (u->done)
 			unexp_deliver(ep, u, r);
 		else
 			u->claimer = r;

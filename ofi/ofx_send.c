@@ -175,6 +175,8 @@ void ep_progress(struct ofx_ep *ep)
 	if (!ep->oep)
 		return;
 	pend_flush(ep); /* older completions first */
+	if (ep->reserved_n)
+		reserved_expire(ep);
 	for (;;) {
 		omx_status_t st;
 		uint32_t res = 0;

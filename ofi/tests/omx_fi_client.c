@@ -79,13 +79,13 @@ int wait_op(struct op *o, double secs)
 	return o->done;
 }
 
-static void fill(uint8_t *b, size_t n, uint64_t seed)
+void fill(uint8_t *b, size_t n, uint64_t seed)
 {
 	for (size_t i = 0; i < n; i++)
 		b[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 8)) & 0xff);
 }
 
-static int verify(const uint8_t *b, size_t n, uint64_t seed)
+int verify(const uint8_t *b, size_t n, uint64_t seed)
 {
 	for (size_t i = 0; i < n; i++)
 		if (b[i] != (uint8_t)((i * 131 + seed * 7 + (i >> 8)) & 0xff))
@@ -703,14 +703,16 @@ int main(int argc, char **argv)
 		return fails != 0;
 	}
 	if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b")))
-		DIE("usage: omx_fi_client getinfo | cqfail | cqgrow | unexpfail [back] | a|b DIR [map|table] [data] [close|peekerr|avremove]");
+		DIE("usage: omx_fi_client getinfo | cqfail | cqgrow | unexpfail [back] | a|b DIR [map|table] [data] "
+		    "[close|peekerr|avremove|reserve|reserveclose|reverse]");
 	const char *avtype = "map", *scenario = NULL;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "map") || !strcmp(argv[i], "table"))
 			avtype = argv[i];
 		else if (!strcmp(argv[i], "data"))
 			use_data = 1;
-		else if (!strcmp(argv[i], "close") || !strcmp(argv[i], "peekerr") || !strcmp(argv[i], "avremove"))
+		else if (!strcmp(argv[i], "close") || !strcmp(argv[i], "peekerr") || !strcmp(argv[i], "avremove") ||
+			 !strcmp(argv[i], "reserve") || !strcmp(argv[i], "reserveclose") || !strcmp(argv[i], "reverse"))
 			scenario = argv[i];
 		else
 			DIE("unknown argument %s", argv[i]);
@@ -726,6 +728,12 @@ int main(int argc, char **argv)
 		close_scenario(is_a, argv[2]);
 	else if (!strcmp(scenario, "peekerr"))
 		peekerr_scenario(is_a, argv[2]);
+	else if (!strcmp(scenario, "reserve"))
+		reserve_scenario(is_a, argv[2]);
+	else if (!strcmp(scenario, "reserveclose"))
+		reserveclose_scenario(is_a, argv[2]);
+	else if (!strcmp(scenario, "reverse"))
+		reverse_scenario(is_a);
 	else
 		avremove_scenario(is_a);
 	if (ep)

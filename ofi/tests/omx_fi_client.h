@@ -57,6 +57,8 @@ void poll_cq(void);
 int wait_op(struct op *o, double secs);
 void barrier(void);
 void close_all(void);
+void fill(uint8_t *b, size_t n, uint64_t seed);
+int verify(const uint8_t *b, size_t n, uint64_t seed);
 
 /* omx_fi_scenarios.c */
 void close_scenario(int is_a, const char *dir);
@@ -65,5 +67,14 @@ void avremove_scenario(int is_a);
 void cqfail_run(void);
 void cqgrow_run(void);
 void unexpfail_run(int memory_back);
+void settle(double secs);
+void flag_set(const char *dir, const char *name);
+int flag_wait(const char *dir, const char *name, double secs);
+int flag_wait_polling(const char *dir, const char *name, double secs);
+
+/* omx_fi_reserve.c */
+void reserve_scenario(int is_a, const char *dir);
+void reserveclose_scenario(int is_a, const char *dir);
+void reverse_scenario(int is_a);
 
 #endif

@@ -5,7 +5,7 @@
  */
 #include "omx_fi_client.h"
 
-static void settle(double secs)
+void settle(double secs)
 {
 	double end = now() + secs;
 	while (now() < end)
@@ -14,7 +14,7 @@ static void settle(double secs)
 
 /* Flags between the two peers (files DIR/flag.NAME), for the moments one of them must not call the
  * provider, so cannot take part in a barrier. */
-static void flag_set(const char *dir, const char *name)
+void flag_set(const char *dir, const char *name)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/flag.%s", dir, name);
@@ -23,12 +23,12 @@ static void flag_set(const char *dir, const char *name)
 		DIE("cannot write %s", path);
 }
 
-/* Waiting for a flag makes no progress: in "close" and "peekerr", b must not send a pull request
+/* flag_wait makes no progress while it waits: in "close" and "peekerr", b must not send a pull request
  * while a still calls the provider, or one of a's progress passes answers pull after pull as fast
  * as b asks (a pass takes up to 1024 frames, each a request for a 64 KiB block: in stop 25's runs
  * a's second fi_tsend took 39 ms and served both 32 MiB messages of "close", the cause of its
  * "NOT EXERCISED" runs in stops 21-24). b runs without the omx progress thread for the same reason. */
-static int flag_wait(const char *dir, const char *name, double secs)
+static int flag_wait_how(const char *dir, const char *name, double secs, int polling)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/flag.%s", dir, name);
@@ -36,9 +36,23 @@ static int flag_wait(const char *dir, const char *name, double secs)
 	while (access(path, F_OK) != 0) {
 		if (now() > end)
 			return 0;
-		usleep(10000);
+		if (polling)
+			poll_cq();
+		else
+			usleep(10000);
 	}
 	return 1;
+}
+
+int flag_wait(const char *dir, const char *name, double secs)
+{
+	return flag_wait_how(dir, name, secs, 0);
+}
+
+/* The same, making progress meanwhile (the peer's pulls are answered). */
+int flag_wait_polling(const char *dir, const char *name, double secs)
+{
+	return flag_wait_how(dir, name, secs, 1);
 }
 
 /* Many pull blocks per message (a's pulls are held off by flag_wait, not by this size). */
@@ -75,9 +89,10 @@ static void stall_sender(const char *dir, int nmsg, const char *wait_for)
 }
 
 /* Defect: ep_close freed only the operations in the provider's own lists. b closes with a receive
- * handed to omx (0x41, matched on arrival), a receive waiting for a buffered message still arriving
- * (0x42) and a buffered message nobody asked for (0x43); a closes with three sends in flight. Every
- * one must be freed: in an ASan build LeakSanitizer fails the process otherwise. */
+ * handed to omx (0x41, matched on arrival), a receive that took a message reserved in omx's queue
+ * and is pulling it (0x42) and a reserved message nobody asked for (0x43); a closes with three
+ * sends in flight. Every one must be freed: in an ASan build LeakSanitizer fails the process
+ * otherwise. */
 void close_scenario(int is_a, const char *dir)
 {
 	if (is_a) {

@@ -5,7 +5,9 @@
 # between two network namespaces joined by veth, with FI_AV_MAP and FI_AV_TABLE; then scenarios
 # for specific defects (one client pair each): endpoints closed with operations in flight, FI_PEEK
 # of a message that failed before its header arrived, sends queued to an address fi_av_remove
-# removed; and completions when the CQ cannot grow (one client, with the test build of the provider).
+# removed, unexpected large messages left in omx's queue for their receive (reserved: pulled once,
+# straight into the receive's buffer; a closed sender; more of them than a sender may have in
+# flight); and completions when the CQ cannot grow (one client, with the test build of the provider).
 #
 # Every step runs under `timeout`, so a hang fails the step instead of the whole CI job.
 # In a sanitizer build (OMX_SANITIZE=address) the provider is instrumented but fi_info is not:
@@ -80,6 +82,24 @@ check "FI_PEEK of a message that failed before its header arrived reads no heade
 	map data peekerr
 check "sends queued to an address fi_av_remove removed fail with FI_EADDRNOTAVAIL" \
 	scenario avremove "" "" table avremove
+# Unexpected large messages wait in omx's queue (reserved) for their receive: b keeps them there
+# for the whole run (OMX_FI_RESERVE_US=30 s), with and without the 16-byte header.
+for data in "" data; do
+	check "unexpected large messages are pulled only by their receive: intact, truncated, claimed, discarded${data:+ (FI_REMOTE_CQ_DATA)}" \
+		scenario reserve "" "OMX_FI_RESERVE_US=30000000" map $data reserve
+done
+check "a reserved message whose sender closed: its receive fails, no hang" \
+	scenario reserveclose "" "OMX_FI_RESERVE_US=30000000 OMX_RESENDS_MAX=5 OMX_RESEND_DELAY_MS=100 OMX_PULL_RESEND_MS=100" \
+	map reserveclose
+# More large sends than omx lets one endpoint have in flight (128), received newest first: the
+# oldest must leave omx's queue, after OMX_FI_RESERVE_US (the cap out of the way) or past the cap
+# of reserved messages (OMX_FI_RESERVE_MAX, default 64), or with no reservation at all.
+check "140 large messages received newest first: reserved ones buffered after OMX_FI_RESERVE_US" \
+	scenario reverse "" "OMX_FI_RESERVE_MAX=100000" map reverse
+check "140 large messages received newest first: past OMX_FI_RESERVE_MAX (expiry out of the way)" \
+	scenario reverse "" "OMX_FI_RESERVE_US=30000000" map reverse
+check "140 large messages received newest first: no reservation (OMX_FI_RESERVE_US=0)" \
+	scenario reverse "" "OMX_FI_RESERVE_US=0" map reverse
 # One process, the test build of the provider (failure injection): its first 20 CQ writes fail.
 cqfail() {
 	omx_host_exec 0 env $(omx_env 0) FI_PROVIDER_PATH="$FIDIR/testhooks" OMX_FI_TEST_CQ_ENOMEM=20 \

@@ -238,6 +238,7 @@ enum {
 	OMX_RS_DONE_EARLY = 1u << 10,   /* completed before its ack (zombie when collected) */
 	OMX_RS_NOTIFY_PENDING = 1u << 11, /* large receive: NOTIFY sent, not acked (receiver side) */
 	OMX_RS_INTERNAL = 1u << 12,     /* library-owned (blocking connect): no error handler call */
+	OMX_RS_RESERVED = 1u << 13,     /* unexpected, kept for omx_irecv_reserved (on ep->reserved) */
 };
 #define OMX_RS_BUSY (OMX_RS_NEED_ACK | OMX_RS_NEED_REPLY | OMX_RS_NEED_SEQNUM | OMX_RS_RECV_POSTED | \
 		     OMX_RS_RECV_PARTIAL | OMX_RS_UNEXPECTED | OMX_RS_PULLING | OMX_RS_SELF_WAITING)
@@ -285,17 +286,19 @@ union omx_request {
 				union omx_request *self_recv; /* self: matched receive */
 			} send;
 			struct {
+				/* ordered by size: no padding (the request's size is pinned, request.c) */
 				uint64_t match_info, match_mask;
-				uint16_t seqnum;     /* medium being reassembled */
+				uint8_t *unexp_buf;  /* unexpected: copy of the payload (msg_length bytes) */
+				union omx_request *self_send; /* unexpected self message: the waiting send */
+				struct omx_pull *pull; /* large */
+				uint64_t reserve_key;  /* OMX_RS_RESERVED: the handler's key */
 				uint32_t frags_mask; /* received fragments */
 				uint32_t received;   /* distinct bytes received (message coordinates) */
-				uint8_t *unexp_buf;  /* unexpected: copy of the payload (msg_length bytes) */
 				uint32_t unexp_charge; /* bytes charged to the endpoint and partner */
-				union omx_request *self_send; /* unexpected self message: the waiting send */
-				/* large */
-				uint8_t rdma_id, rdma_seqnum;
-				uint32_t notify_length; /* bytes reported in our NOTIFY */
-				struct omx_pull *pull;
+				uint32_t notify_length; /* large: bytes reported in our NOTIFY */
+				omx_return_t reserve_fail; /* reserved, its sender reset: the receive's error */
+				uint16_t seqnum;     /* medium being reassembled */
+				uint8_t rdma_id, rdma_seqnum; /* large */
 			} recv;
 			struct {
 				uint8_t connect_seqnum;
@@ -434,6 +437,7 @@ struct omx_endpoint {
 	/* queues */
 	struct omx_list posted_recvs;
 	struct omx_list unexp;
+	struct omx_list reserved; /* unexpected messages a handler reserved (omx_unexp_reserve.h) */
 	uint64_t unexp_bytes; /* charged for unexpected messages (bounded by omx__cfg.unexp_max) */
 	struct omx_list unexp_refused; /* partners refused for room, not asked to resend yet (recv.c) */
 	struct omx_list early_partners; /* partners holding out-of-order frames (recv.c store_early) */
@@ -489,6 +493,9 @@ struct omx_endpoint {
 	void *unexp_handler_ctx;
 	int in_handler;
 	pthread_t handler_thread;
+	int handler_reservable;  /* the message shown may be reserved (a rendezvous) */
+	int handler_reserved;    /* ... and the handler reserved it, with handler_key */
+	uint64_t handler_key;
 	int handlers_off;  /* being closed: the handler is not called any more (lock held) */
 	int close_claimed; /* omx_close_endpoint under way (omx__g.lock) */
 	int progression_disabled;
@@ -748,8 +755,11 @@ void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len);
 void omx__early_drop_all(struct omx_partner *p);
 void omx__unexp_uncharge(union omx_request *r);
 /* Offer an unmatched message to the unexpected handler. Returns 1 if the handler finished it. */
+/* What the unexpected handler did with a message (recv.c): left it to omx (CONTINUE), took it
+ * (FINISHED), or reserved it (omx_unexp_reserve, the key in ep->handler_key). */
+enum { OMX__HANDLER_CONTINUE, OMX__HANDLER_FINISHED, OMX__HANDLER_RESERVED };
 int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
-			   const void *data);
+			   const void *data, int reservable);
 
 /* connect.c */
 void omx__handle_connect(struct omx_endpoint *ep, const struct omx_pkt *pkt);

@@ -187,6 +187,7 @@ static struct omx_endpoint *endpoint_alloc(void)
 	omx_list_init(&ep->list_elt);
 	omx_list_init(&ep->posted_recvs);
 	omx_list_init(&ep->unexp);
+	omx_list_init(&ep->reserved);
 	omx_list_init(&ep->unexp_refused);
 	omx_list_init(&ep->early_partners);
 	omx_list_init(&ep->done);

@@ -156,6 +156,13 @@ void omx__partner_reset(struct omx_partner *p, omx_return_t status, int recv_mod
 		omx_list_del(&r->s.done_elt);
 		omx__req_free(r);
 	}
+	/* A reserved one stays, for its taker to learn what became of it (omx_unexp_reserve.h): the
+	 * handler's caller has a record of it and would wait for it for ever. */
+	omx_list_for_each_safe(pos, tmp, &ep->reserved) {
+		r = (union omx_request *)omx_container_of(pos, omx_req_t, done_elt);
+		if (r->s.partner == p && !r->s.u.recv.reserve_fail)
+			r->s.u.recv.reserve_fail = status != OMX_SUCCESS ? status : OMX_MESSAGE_ABORTED;
+	}
 	/* Early frames are dropped. */
 	omx__early_drop_all(p);
 	p->early_count = 0;

@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "shm/shm.h"
 #include "core/counters.h"
+#include "omx_unexp_reserve.h"
 
 #define OMX_EARLY_FRAMES_MAX 1024 /* per partner; beyond, frames are dropped and retransmitted */
 
@@ -59,26 +60,51 @@ int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request
 }
 
 int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
-			   const void *data)
+			   const void *data, int reservable)
 {
 	if (!ep->unexp_handler || ep->handlers_off)
-		return 0;
+		return OMX__HANDLER_CONTINUE;
 	omx_endpoint_addr_t a;
 	omx__partner_to_addr(p, &a);
 	ep->in_handler = 1;
 	ep->handler_thread = pthread_self();
+	ep->handler_reservable = reservable;
+	ep->handler_reserved = 0;
 	omx_unexp_handler_t h = ep->unexp_handler;
 	void *ctx = ep->unexp_handler_ctx;
 	omx__epunlock(&ep->lock);
 	int act = (int)h(ctx, a, match, len, (void *)(uintptr_t)data);
 	omx__eplock(&ep->lock);
 	ep->in_handler = 0;
+	ep->handler_reservable = 0;
 	omx__epcond_broadcast(&ep->cond);
 	if (act == OMX_UNEXP_HANDLER_RECV_FINISHED)
-		return 1;
+		return OMX__HANDLER_FINISHED;
 	if (act != OMX_UNEXP_HANDLER_RECV_CONTINUE)
 		omx__fatal("unexpected handler returned %d (neither RECV_CONTINUE nor RECV_FINISHED)\n", act);
-	return 0;
+	return ep->handler_reserved ? OMX__HANDLER_RESERVED : OMX__HANDLER_CONTINUE;
+}
+
+omx_return_t omx_unexp_reserve(omx_endpoint_t ep, uint64_t key)
+{
+	OMX_CHECK_EP(ep);
+	omx__eplock(&ep->lock);
+	int ok = ep->in_handler && pthread_equal(ep->handler_thread, pthread_self()) && ep->handler_reservable;
+	if (ok) {
+		ep->handler_reserved = 1;
+		ep->handler_key = key;
+	}
+	omx__epunlock(&ep->lock);
+	return ok ? OMX_SUCCESS : OMX_NOT_IMPLEMENTED;
+}
+
+/* Unexpected message r, just queued, was reserved by the handler: off the matched queue. */
+static void reserve(struct omx_endpoint *ep, union omx_request *r)
+{
+	omx_list_del(&r->s.done_elt);
+	omx_list_add_tail(&ep->reserved, &r->s.done_elt);
+	r->s.state |= OMX_RS_RESERVED;
+	r->s.u.recv.reserve_key = ep->handler_key;
 }
 
 /* ---- sequence bookkeeping ---- */
@@ -330,27 +356,33 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 	if (pkt->ptype == OMX_PT_TINY || pkt->ptype == OMX_PT_SMALL ||
 	    (pkt->ptype == OMX_PT_MEDIUM && pkt->u.msg.frag_length == len))
 		data = pkt->payload;
-	if (omx__run_unexp_handler(ep, p, pkt->u.msg.match, len, data)) {
-		if (pkt->ptype == OMX_PT_RNDV) {
+	/* A RNDV's request is taken before the handler sees it: a handler that reserved the message,
+	 * or discarded it, has done so for good, and no failure after it may make the sender resend
+	 * (the handler would be shown the message twice). */
+	union omx_request *pre = NULL;
+	if (pkt->ptype == OMX_PT_RNDV && !(pre = omx__req_alloc(ep, OMX_REQ_RECV_LARGE)))
+		return 0;
+	int act = omx__run_unexp_handler(ep, p, pkt->u.msg.match, len, data, pre != NULL);
+	if (act == OMX__HANDLER_FINISHED) {
+		if (pre) {
 			/* Discarded: tell the sender nothing was taken (an internal request carries the
 			 * NOTIFY until it is acked). */
-			union omx_request *tmp = omx__req_alloc(ep, OMX_REQ_RECV_LARGE);
-			if (!tmp)
-				return 0;
-			tmp->s.state |= OMX_RS_COLLECTED | OMX_RS_DONE;
-			tmp->s.partner = p;
-			tmp->s.status.msg_length = len;
-			tmp->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
-			tmp->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
-			*start = tmp; /* NOTIFY of length 0, after the sequence bookkeeping */
+			pre->s.state |= OMX_RS_COLLECTED | OMX_RS_DONE;
+			pre->s.partner = p;
+			pre->s.status.msg_length = len;
+			pre->s.u.recv.rdma_id = pkt->u.msg.rdma_id;
+			pre->s.u.recv.rdma_seqnum = pkt->u.msg.rdma_seqnum;
+			*start = pre; /* NOTIFY of length 0, after the sequence bookkeeping */
 		}
 		return 1;
 	}
-	if (omx__match_posted(ep, pkt->u.msg.match, &r)) {
+	if (act != OMX__HANDLER_RESERVED && omx__match_posted(ep, pkt->u.msg.match, &r)) {
+		if (pre)
+			omx__req_free(pre);
 		deliver_first(ep, p, r, pkt, 0, start);
 		return 1;
 	}
-	r = omx__req_alloc(ep, OMX_REQ_RECV);
+	r = pre ? pre : omx__req_alloc(ep, OMX_REQ_RECV);
 	if (!r)
 		return 0;
 	if (pkt->ptype != OMX_PT_RNDV && len) {
@@ -361,6 +393,8 @@ static int new_message(struct omx_endpoint *ep, struct omx_partner *p, const str
 		}
 	}
 	deliver_first(ep, p, r, pkt, 1, start);
+	if (act == OMX__HANDLER_RESERVED)
+		reserve(ep, r);
 	r->s.u.recv.unexp_charge = cost;
 	ep->unexp_bytes += cost;
 	p->unexp_bytes += cost;

@@ -1,8 +1,10 @@
 /*
  * recv_post.c - posting receives (omx_irecv, omx_irecvv): a posted receive takes the first
- * matching unexpected message, or waits in the posted queue for recv.c to match an incoming one.
+ * matching unexpected message, or waits in the posted queue for recv.c to match an incoming one;
+ * omx_irecv_reserved takes the message an unexpected handler reserved.
  */
 #include "core/core.h"
+#include "omx_unexp_reserve.h"
 
 /* A matching unexpected message becomes the application's request. */
 static void take_unexpected(struct omx_endpoint *ep, union omx_request *u)
@@ -12,6 +14,11 @@ static void take_unexpected(struct omx_endpoint *ep, union omx_request *u)
 	omx__unexp_uncharge(u);
 	uint32_t len = u->s.status.msg_length;
 	u->s.status.xfer_length = len < u->s.total_len ? len : u->s.total_len;
+	if (u->s.u.recv.reserve_fail) { /* reserved, and its sender went away before it was taken */
+		u->s.status.xfer_length = 0;
+		omx__req_complete(u, u->s.u.recv.reserve_fail);
+		return;
+	}
 	if (u->s.type == OMX_REQ_RECV_LARGE) {
 		omx__large_recv_start(u);
 		return;
@@ -100,4 +107,41 @@ omx_return_t omx_irecvv(omx_endpoint_t ep, omx_seg_t *segs, uint32_t nseg, uint6
 			void *context, omx_request_t *request)
 {
 	return omx__post_recv(ep, segs, nseg, match_info, match_mask, context, request);
+}
+
+omx_return_t omx_irecv_reserved(omx_endpoint_t ep, uint64_t key, omx_seg_t *segs, uint32_t nseg, void *context,
+				omx_request_t *request)
+{
+	OMX_CHECK_EP(ep);
+	omx__eplock(&ep->lock);
+	union omx_request *u = NULL;
+	struct omx_list *pos;
+	for (pos = ep->reserved.next; pos != &ep->reserved; pos = pos->next) {
+		union omx_request *x = (union omx_request *)omx_container_of(pos, omx_req_t, done_elt);
+		if (x->s.u.recv.reserve_key == key) {
+			u = x;
+			break;
+		}
+	}
+	if (!u) {
+		omx__epunlock(&ep->lock);
+		return omx__error(ep, OMX_BAD_ERROR, "No message reserved under key 0x%llx", (unsigned long long)key);
+	}
+	omx_return_t ret = omx__req_set_segs(u, segs, nseg); /* leaves u as it was if it fails */
+	if (ret != OMX_SUCCESS) {
+		omx__epunlock(&ep->lock);
+		return omx__error(ep, ret, "Receiving a reserved message");
+	}
+	u->s.state &= ~OMX_RS_RESERVED;
+	u->s.u.recv.match_info = u->s.status.match_info;
+	u->s.u.recv.match_mask = ~0ULL;
+	u->s.status.context = context;
+	if (!request)
+		u->s.state |= OMX_RS_COLLECTED;
+	else
+		*request = u;
+	(void)omx__ep_clock(ep); /* a NOTIFY may leave now (its resend timer) */
+	take_unexpected(ep, u);
+	omx__epunlock(&ep->lock);
+	return OMX_SUCCESS;
 }

@@ -13,7 +13,7 @@ static void self_deliver(struct omx_endpoint *ep, union omx_request *r)
 	uint32_t len = r->s.total_len;
 	if (!omx__match_posted(ep, r->s.status.match_info, &recv)) {
 		const void *data = r->s.nseg == 1 ? r->s.segs[0].ptr : NULL;
-		if (omx__run_unexp_handler(ep, ep->self, r->s.status.match_info, len, data)) {
+		if (omx__run_unexp_handler(ep, ep->self, r->s.status.match_info, len, data, 0) == OMX__HANDLER_FINISHED) {
 			omx__req_complete(r, OMX_SUCCESS);
 			return;
 		}

@@ -8,6 +8,8 @@
 #include <mx_internals/mx__fops.h>
 #include <mx_internals/mx__driver_interface.h>
 #include <open-mx.h>
+#include <omx_shared_alloc.h>
+#include <omx_unexp_reserve.h>
 
 #include <cstdio>
 #include <cstring>
@@ -23,6 +25,8 @@ static any_fn const volatile fns[] = {
 	reinterpret_cast<any_fn>(&mx__get_mapper_state), // mx_internals/mx__driver_interface.h
 	reinterpret_cast<any_fn>(&omx_isend),            // open-mx.h
 	reinterpret_cast<any_fn>(&omx__init_api),
+	reinterpret_cast<any_fn>(&omx_shared_alloc),     // omx_shared_alloc.h (extension)
+	reinterpret_cast<any_fn>(&omx_irecv_reserved),   // omx_unexp_reserve.h (extension)
 };
 
 int main()

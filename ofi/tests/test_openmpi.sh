@@ -94,6 +94,9 @@ if [ -e "$HEAP" ] && { [ -z "${MPI_JOBS:-}" ] || [[ " $MPI_JOBS " == *" heap2 "*
 	job heap2 "0:2" 2 1 data
 	pc=$(sed -n 's/.*; \([0-9]*\) single copies read from shared pools$/\1/p' "$TMP/heap2.log" | awk '{s += $1} END {print s + 0}')
 	check "heap2: large MPI messages read from the senders' pools ($pc single copies)" test "$pc" -gt 0
+	# the receive buffers are pooled too, behind the provider's header: senders write their share
+	cw=$(sed -n 's/.* \([0-9]*\) bytes written for receivers. single copies.*/\1/p' "$TMP/heap2.log" | awk '{s += $1} END {print s + 0}')
+	check "heap2: senders wrote part of those messages into the receivers' pooled buffers ($cw bytes)" test "$cw" -gt 0
 fi
 MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2"
 job local4 "0:4" 4 1 data

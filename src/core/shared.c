@@ -202,6 +202,22 @@ size_t omx_shared_size(const void *ptr)
 	return ptr ? omx_shm_pool_size(ptr) : 0;
 }
 
+/* Slot i of ep->pool_heads (POOL_HEAD_MAX bytes in our pool), made at the first use: one per
+ * region for sends (pool_head), and RECV_HEAD_SLOT for the receive being copied (single copies
+ * run one at a time, under the endpoint's lock). NULL if the pool refuses. */
+#define RECV_HEAD_SLOT OMX_REGION_MAX
+static uint8_t *pool_head_slot(struct omx_endpoint *ep, int i)
+{
+	if (!ep->pool_heads) {
+		int err;
+		ep->pool_heads =
+			omx_shm_pool_alloc((OMX_REGION_MAX + 1) * POOL_HEAD_MAX, omx__config_shared_pool_bytes(), &err);
+		if (!ep->pool_heads)
+			return NULL;
+	}
+	return ep->pool_heads + (size_t)i * POOL_HEAD_MAX;
+}
+
 /* A small first segment outside the pool before pooled ones (the header a libfabric provider puts
  * before each message, ofi/ofx_send.c): exported as its copy in the region's slot of
  * ep->pool_heads, so that the receiver reads the message from the pool alone. The copy stays
@@ -213,13 +229,9 @@ static int pool_head(struct omx_endpoint *ep, int region, struct iovec *iov, uns
 		return 1;
 	if (region < 0 || region >= OMX_REGION_MAX || !small_head_then_pooled(iov, n))
 		return 0;
-	if (!ep->pool_heads) {
-		int err;
-		ep->pool_heads = omx_shm_pool_alloc(OMX_REGION_MAX * POOL_HEAD_MAX, omx__config_shared_pool_bytes(), &err);
-		if (!ep->pool_heads)
-			return 0;
-	}
-	uint8_t *slot = ep->pool_heads + (size_t)region * POOL_HEAD_MAX;
+	uint8_t *slot = pool_head_slot(ep, region);
+	if (!slot)
+		return 0;
 	memcpy(slot, iov[0].iov_base, iov[0].iov_len);
 	iov[0].iov_base = slot;
 	return 1;
@@ -335,9 +347,22 @@ int omx__shared_single_copy(union omx_request *r)
 			free(iov);
 		return 0;
 	}
+	/* A pooled message into a small head (the provider's header) before pooled segments: the head
+	 * goes through a slot of our pool, so that the sender can write its share of the message
+	 * into our buffer (it does only into our pool; before, the receiver copied it all alone). */
+	uint8_t *head = NULL, *head_slot = NULL;
+	uint32_t head_len = 0;
+	if (pooled && !omx_shm_pool_contains(iov, r->s.nseg) && small_head_then_pooled(iov, r->s.nseg) &&
+	    (head_slot = pool_head_slot(ep, RECV_HEAD_SLOT))) {
+		head = iov[0].iov_base;
+		head_len = (uint32_t)iov[0].iov_len < X ? (uint32_t)iov[0].iov_len : X;
+		iov[0].iov_base = head_slot;
+	}
 	uint64_t start = adaptive ? omx_now_ns() : 0;
 	int e = omx_shm_single_copy(peer, r->s.u.recv.rdma_id, r->s.u.recv.rdma_seqnum, iov, r->s.nseg, X,
 				    coop_chunk(X));
+	if (head && (e == 0 || e == 1))
+		memcpy(head, head_slot, head_len);
 	if (iov != stack)
 		free(iov);
 	if (e == 1) { /* from the sender's pool */

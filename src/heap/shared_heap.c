@@ -6,7 +6,8 @@
  * (Open MPI's MPI_Alloc_mem has no path to a libfabric provider's allocator).
  *
  * Requests of at least OMX_SHARED_HEAP_MIN bytes (environment, read at the first request; 65536
- * by default, at least 4096) go to the pool; smaller ones, and large ones the pool refuses (its
+ * by default, at least 4096) and at most OMX_SHARED_HEAP_MAX (no bound by default) go to the
+ * pool; others, and those the pool refuses (its
  * reservation full, the shared-memory directory short of space), go to the C library's own
  * allocator, as does everything while this thread is inside the pool (it mallocs its extent
  * lists). free, realloc and malloc_usable_size tell the two apart by address (omx_shared_size).
@@ -37,23 +38,29 @@ extern void *__libc_memalign(size_t, size_t);
 
 /* initial-exec: reading it must not allocate (a dynamic TLS access may call malloc). */
 static __thread int in_pool __attribute__((tls_model("initial-exec")));
-static size_t heap_min; /* 0: not read yet */
+static size_t heap_min, heap_max; /* heap_min 0: not read yet */
 
-static size_t min_size(void)
+/* A size from the environment: def when unset or not a number, at least floor. */
+static size_t env_size(const char *name, size_t def, size_t floor)
 {
-	size_t m = __atomic_load_n(&heap_min, __ATOMIC_RELAXED);
+	const char *v = getenv(name);
+	char *end = NULL;
+	unsigned long long x = v && *v ? strtoull(v, &end, 0) : 0;
+	if (!end || *end)
+		return def;
+	return x < floor ? floor : (size_t)x;
+}
+
+/* Whether a request of n bytes goes to the pool (OMX_SHARED_HEAP_MIN <= n <= OMX_SHARED_HEAP_MAX). */
+static int pooled_size(size_t n)
+{
+	size_t m = __atomic_load_n(&heap_min, __ATOMIC_ACQUIRE);
 	if (!m) {
-		const char *v = getenv("OMX_SHARED_HEAP_MIN");
-		char *end = NULL;
-		unsigned long long x = v && *v ? strtoull(v, &end, 0) : 0;
-		if (!end || *end)
-			x = HEAP_MIN_DEFAULT; /* unset or not a number */
-		else if (x < HEAP_PAGE)
-			x = HEAP_PAGE;
-		m = (size_t)x;
-		__atomic_store_n(&heap_min, m, __ATOMIC_RELAXED);
+		__atomic_store_n(&heap_max, env_size("OMX_SHARED_HEAP_MAX", SIZE_MAX, HEAP_PAGE), __ATOMIC_RELAXED);
+		m = env_size("OMX_SHARED_HEAP_MIN", HEAP_MIN_DEFAULT, HEAP_PAGE);
+		__atomic_store_n(&heap_min, m, __ATOMIC_RELEASE);
 	}
-	return m;
+	return n >= m && n <= __atomic_load_n(&heap_max, __ATOMIC_RELAXED);
 }
 
 /*
@@ -136,7 +143,7 @@ static int cache_keep(void *p, size_t len)
 static void *pool_get_any(size_t n, int *cached)
 {
 	*cached = 0;
-	if (in_pool || n < min_size())
+	if (in_pool || !pooled_size(n))
 		return NULL;
 	size_t len;
 	void *p = cache_take(n, &len);
@@ -206,7 +213,7 @@ void *realloc(void *old, size_t n)
 		pool_put(old);
 		return NULL;
 	}
-	if (n <= have && n >= min_size())
+	if (n <= have && pooled_size(n))
 		return old;
 	void *p = malloc(n);
 	if (!p)

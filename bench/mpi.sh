@@ -167,7 +167,7 @@ job() {
 	[ "$np" -gt 2 ] && mca+=(--mca mpi_yield_when_idle 1)
 	local -a xenv=(-x FI_PROVIDER_PATH="$FIDIR")
 	local kv
-	for kv in $MPI_PRE; do xenv+=(-x "$kv"); done
+	for kv in $MPI_PRE ${OMX_BENCH_MPI_ENV:-}; do xenv+=(-x "$kv"); done
 	local rc
 	omx_host_exec 0 env $(omx_env 0) OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		timeout -k 5 "$MPI_TIMEOUT" \

@@ -88,6 +88,17 @@ for data in "" data; do
 	check "unexpected large messages are pulled only by their receive: intact, truncated, claimed, discarded${data:+ (FI_REMOTE_CQ_DATA)}" \
 		scenario reserve "" "OMX_FI_RESERVE_US=30000000" map $data reserve
 done
+# Pulled into the provider's two segments (header, payload) with split receive: the replies are
+# still read straight into the payload (they lie wholly in it; before stop 53 only one-segment
+# receives were, and MPI's large messages over the network went through the receive ring).
+omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -c >/dev/null 2>&1
+check "reserved messages pulled with split receive (OMX_RX_SPLIT=pull, FI_REMOTE_CQ_DATA)" \
+	scenario reserve "" "OMX_FI_RESERVE_US=30000000 OMX_RX_SPLIT=pull" map data reserve
+omx_host_exec 1 env $(omx_env 1) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/counters-split" 2>&1
+placed=$(omx_counter "$TMP/counters-split" "Split Receive Placed Bytes")
+# The two peeked messages are buffered (one segment: 2 MiB placed either way); the received ones
+# (1 MiB, and half of one truncated) count only when two-segment receives are placed too.
+check "their pull replies were read straight into the payload segment ($placed bytes, over 3 MB)" test "$placed" -gt 3000000
 check "a reserved message whose sender closed: its receive fails, no hang" \
 	scenario reserveclose "" "OMX_FI_RESERVE_US=30000000 OMX_RESENDS_MAX=5 OMX_RESEND_DELAY_MS=100 OMX_PULL_RESEND_MS=100" \
 	map reserveclose

@@ -712,6 +712,9 @@ uint8_t *omx__bounce_get(struct omx_endpoint *ep, uint32_t len, uint32_t *cap);
 void omx__req_clear(union omx_request *r, uint32_t bits); /* clear BUSY bits, free if possible */
 omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint32_t nseg);
 void omx__copy_to_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, const void *src, uint32_t len);
+/* Where message bytes [offset, offset + len) go if one segment holds them all, else NULL (a
+ * provider's header segment before the payload: everything past the header is in one place). */
+uint8_t *omx__segs_place(const omx_seg_t *segs, uint32_t nseg, uint64_t offset, uint32_t len);
 void omx__copy_from_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, void *dst, uint32_t len);
 
 /* send.c */

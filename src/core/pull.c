@@ -509,9 +509,9 @@ static int split_pull_reply(struct omx_endpoint *ep, const struct omx_pkt *pkt, 
 		return 1; /* a drop (counted by the check) is not worth reading */
 	}
 	union omx_request *r = pl->req;
-	if (r->s.nseg != 1)
-		return 0; /* scattered receive buffer: the ordinary way (it counts the frame) */
-	uint8_t *dst = (uint8_t *)r->s.segs[0].ptr + pkt->u.pull_reply.msg_offset;
+	uint8_t *dst = omx__segs_place(r->s.segs, r->s.nseg, pkt->u.pull_reply.msg_offset, pkt->payload_len);
+	if (!dst)
+		return 0; /* across segments: the ordinary way (it counts the frame) */
 	int got = split_read_into(s, hdr, dst, pkt->payload_len, frame_len);
 	omx__count(ep->board, OMX_C_RECV_PULL_REPLY);
 	if (!got)

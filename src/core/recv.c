@@ -596,7 +596,7 @@ static struct omx_partner *sender_partner(struct omx_endpoint *ep, const struct 
  * it into the RX ring (on the sending CPU, under veth) for us to copy again. The place is the one
  * the ordinary path would copy the fragment to: the posted receive that matches the partner's next
  * message in sequence (the one omx__match_posted takes), or the matched receive a later fragment
- * belongs to; one contiguous segment, the fragment wholly inside what the receive keeps (not
+ * belongs to; the fragment wholly inside one of its segments and inside what the receive keeps (not
  * truncated away), not there already. Anything else (unexpected, early, duplicate, other
  * session...) returns NULL and the frame goes the ordinary way. The endpoint lock is held from
  * here until the fragment is accepted, so the ordinary path then decides the same way.
@@ -628,12 +628,10 @@ uint8_t *omx__medium_place(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 			return NULL;
 		keep = r->s.status.xfer_length;
 	}
-	if (r->s.nseg != 1 || !r->s.segs[0].ptr)
-		return NULL;
 	uint32_t off = frag_offset(omx__wp_for(ep, p->mac), m->frag_seqnum);
 	if ((uint64_t)off + m->frag_length > keep)
 		return NULL;
-	return (uint8_t *)r->s.segs[0].ptr + off;
+	return omx__segs_place(r->s.segs, r->s.nseg, off, m->frag_length);
 }
 
 static void recv_msg(struct omx_endpoint *ep, const struct omx_pkt *pkt, const uint8_t *frame, size_t len)

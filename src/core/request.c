@@ -221,6 +221,16 @@ omx_return_t omx__req_set_segs(union omx_request *r, const omx_seg_t *segs, uint
 	return OMX_SUCCESS;
 }
 
+uint8_t *omx__segs_place(const omx_seg_t *segs, uint32_t nseg, uint64_t offset, uint32_t len)
+{
+	for (uint32_t i = 0; i < nseg; i++) {
+		if (offset < segs[i].len)
+			return segs[i].ptr && offset + len <= segs[i].len ? (uint8_t *)segs[i].ptr + offset : NULL;
+		offset -= segs[i].len;
+	}
+	return NULL;
+}
+
 void omx__copy_to_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, const void *src, uint32_t len)
 {
 	const uint8_t *s = src;

@@ -757,9 +757,9 @@ int omx__match_posted(struct omx_endpoint *ep, uint64_t match, union omx_request
 void omx__early_uncharge(struct omx_partner *p, uint32_t frame_len);
 void omx__early_drop_all(struct omx_partner *p);
 void omx__unexp_uncharge(union omx_request *r);
-/* Offer an unmatched message to the unexpected handler. Returns 1 if the handler finished it. */
-/* What the unexpected handler did with a message (recv.c): left it to omx (CONTINUE), took it
- * (FINISHED), or reserved it (omx_unexp_reserve, the key in ep->handler_key). */
+/* Offer an unmatched message to the unexpected handler (recv.c); what it did: left it to omx
+ * (CONTINUE), took it (FINISHED), or reserved it (omx_unexp_reserve, the key in ep->handler_key;
+ * only when `reservable`, a RNDV). */
 enum { OMX__HANDLER_CONTINUE, OMX__HANDLER_FINISHED, OMX__HANDLER_RESERVED };
 int omx__run_unexp_handler(struct omx_endpoint *ep, struct omx_partner *p, uint64_t match, uint32_t len,
 			   const void *data, int reservable);

@@ -37,6 +37,18 @@ static void take_unexpected(struct omx_endpoint *ep, union omx_request *u)
 	(void)ep;
 }
 
+/* r becomes the caller's receive: its match, context, and handle (or none: collected). */
+static void recv_own(union omx_request *r, uint64_t match, uint64_t mask, void *context, omx_request_t *request)
+{
+	r->s.u.recv.match_info = match;
+	r->s.u.recv.match_mask = mask;
+	r->s.status.context = context;
+	if (!request)
+		r->s.state |= OMX_RS_COLLECTED;
+	else
+		*request = r;
+}
+
 omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
 			    uint64_t mask, void *context, omx_request_t *request)
 {
@@ -75,13 +87,7 @@ omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 		omx__epunlock(&ep->lock);
 		return omx__error(ep, ret, "Posting receive");
 	}
-	r->s.u.recv.match_info = match;
-	r->s.u.recv.match_mask = mask;
-	r->s.status.context = context;
-	if (!request)
-		r->s.state |= OMX_RS_COLLECTED;
-	else
-		*request = r;
+	recv_own(r, match, mask, context, request);
 	if (consumed) {
 		(void)omx__ep_clock(ep); /* a NOTIFY may leave now (its resend timer) */
 		take_unexpected(ep, r);
@@ -133,13 +139,7 @@ omx_return_t omx_irecv_reserved(omx_endpoint_t ep, uint64_t key, omx_seg_t *segs
 		return omx__error(ep, ret, "Receiving a reserved message");
 	}
 	u->s.state &= ~OMX_RS_RESERVED;
-	u->s.u.recv.match_info = u->s.status.match_info;
-	u->s.u.recv.match_mask = ~0ULL;
-	u->s.status.context = context;
-	if (!request)
-		u->s.state |= OMX_RS_COLLECTED;
-	else
-		*request = u;
+	recv_own(u, u->s.status.match_info, ~0ULL, context, request);
 	(void)omx__ep_clock(ep); /* a NOTIFY may leave now (its resend timer) */
 	take_unexpected(ep, u);
 	omx__epunlock(&ep->lock);

@@ -36,7 +36,8 @@
 # bench/results/<timestamp>-mpi/ with report.md (bench/report.py). Everything (namespaces, MPI
 # processes, temporary files) is removed on exit, also on Ctrl-C.
 # Environment: OMX_BENCH_BUILD build directory [./build-bench], built first (cmake + ninja)
-# unless OMX_BENCH_NOBUILD=1 (run.sh has built it already).
+# unless OMX_BENCH_NOBUILD=1 (run.sh has built it already); OMX_BENCH_MPI_ENV="VAR=value ..."
+# exports more variables to the ranks (e.g. OMX_FI_RESERVE_US=0).
 set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/counters.h"
 
 uint32_t omx__debug_gen; /* bumped by the handler, read atomically */
 
@@ -107,6 +108,16 @@ static void dump_endpoint(struct omx_endpoint *ep)
 	printf(", poller %s, %u application waiter(s), application seen %lld ms ago\n",
 	       ep->poller_active ? (ep->poller_is_thread ? "the thread" : "an application thread") : "none",
 	       ep->app_waiters, age_ms(now, __atomic_load_n(&ep->last_app_ns, __ATOMIC_RELAXED)));
+	if (ep->local) {
+		/* A stalled same-host run: were frames refused (ring and socket full) or skipped? */
+		struct omx_net_local_stats ls;
+		omx_net_local_stats(ep->local, &ls);
+		const uint64_t *cv = omx__counters_values(ep->board);
+		printf("  same-host: %llu frames sent through shared memory, %llu over the socket, %llu transmissions "
+		       "failed (board), %llu dead-producer slots skipped in our ring\n",
+		       (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
+		       (unsigned long long)(cv ? cv[OMX_C_X_TX_FAILED] : 0), (unsigned long long)ls.ring_skipped);
+	}
 	for (uint32_t i = 0; ep->partners && i < omx__g.peer_count; i++)
 		for (uint32_t e = 0; ep->partners[i] && e < omx__cfg.endpoint_max; e++)
 			if (ep->partners[i][e])

@@ -265,6 +265,7 @@ runs = collections.defaultdict(dict)
 for line in sys.stdin:
     r, l, lat, probe, base = line.strip().split(",")
     runs[(int(r), int(l))][int(base)] = (float(lat), float(probe) if probe else 0.0)
+printed = 0
 for state in (("near", "far apart") if near > 0 else ("unprobed",)):
     by_len = collections.defaultdict(list)
     for (r, l), v in runs.items():
@@ -274,10 +275,14 @@ for state in (("near", "far apart") if near > 0 else ("unprobed",)):
         if far[0] != far[1] or far[0] != (state == "far apart"):
             continue
         by_len[l].append(v[0][0] / v[1][0])
+    printed += len(by_len)
     for l in sorted(by_len):
         q = sorted(by_len[l])
         print("%-18s %9d  %9.3f x %s (%d runs both %s, %.3f-%.3f; lower is faster)" % (sys.argv[1], l,
               statistics.median(q), sys.argv[3], len(q), state, q[0], q[-1]))
+# Run by run needs both in one state in some run: say so rather than print nothing.
+if not printed and runs:
+    print("%-18s no run had both it and %s near, or both far apart: no run-by-run ratio" % (sys.argv[1], sys.argv[3]))
 '
 # ratio_feed A B PLACE: A's and B's runs as RATIO reads them (B flagged 1), run by run
 ratio_feed() {

@@ -327,6 +327,38 @@ int omx_shm_ring_closed(struct omx_shm_ring *r)
  * consumer polls. */
 #define SLOT_HEAD_BYTES (64 - offsetof(struct slot, data))
 
+/*
+ * Frames of up to two lines (every tiny and small frame of up to 72 payload bytes: MPI's small
+ * messages carry the provider's 16-byte header, so all of theirs up to 56 B) are copied with
+ * fixed-size moves: n bytes as two overlapping blocks of the largest power of two not above n.
+ * The variable-length memcpy calls they replace, one for the bytes past the first line and one
+ * for the first line, took ~80 of the ~200 instructions of such a push (callgrind, an MPI
+ * ping-pong over omx on one host).
+ */
+static inline __attribute__((always_inline)) void copy_small(uint8_t *d, const uint8_t *s, size_t n)
+{
+	if (n >= 32) { /* up to 64 */
+		uint8_t a[32], b[32];
+		memcpy(a, s, 32), memcpy(b, s + n - 32, 32);
+		memcpy(d, a, 32), memcpy(d + n - 32, b, 32);
+	} else if (n >= 16) {
+		uint8_t a[16], b[16];
+		memcpy(a, s, 16), memcpy(b, s + n - 16, 16);
+		memcpy(d, a, 16), memcpy(d + n - 16, b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+		memcpy(&a, s, 8), memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8), memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+		memcpy(&a, s, 4), memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4), memcpy(d + n - 4, &b, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	}
+}
+
 /* Prefetch the lines of slot s past its first, for a frame of len bytes (at most max), for
  * writing (the producer's next slot) or reading (the consumer's new frame). */
 static inline void prefetch_slot_data(const struct slot *s, size_t len, size_t max, int for_write)
@@ -431,6 +463,11 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 	const size_t head = SLOT_HEAD_BYTES;
 	if (iovcnt == 1 && len <= head) {
 		memcpy(s->data, iov[0].iov_base, len); /* a tiny frame: the first line only */
+	} else if (iovcnt == 1 && len <= head + 64) {
+		/* Two lines: the second first, then the first in one burst (below). */
+		const uint8_t *f = iov[0].iov_base;
+		copy_small(s->data + head, f + head, len - head);
+		copy_small(s->data, f, head);
 	} else {
 		size_t off = 0;
 		for (unsigned i = 0; i < iovcnt; i++) {

@@ -230,6 +230,21 @@ static void iovec_splits(void)
 				CHECK(rx->n == 1 && rx->len[0] == len && rx->bad == 0 && (!len || rx->first[0] == first));
 			}
 	CHECK(pushed == 10 * 28);
+	/* One segment of every length up to past two lines: the first line alone, the two-line
+	 * frames copied by fixed-size moves, and the general copy beyond. Each frame in a buffer
+	 * of its own length, so that a read past it shows under ASan. */
+	for (size_t len = 0; len <= 200; len++) {
+		uint8_t *one = malloc(len ? len : 1);
+		uint8_t first = (uint8_t)(len * 13);
+		for (size_t i = 0; i < len; i++)
+			one[i] = (uint8_t)(first + i);
+		struct iovec iov = { one, len };
+		CHECK(omx_shm_ring_push(prod, &iov, 1, &bell) == 0);
+		free(one);
+		memset(rx, 0, sizeof(*rx));
+		CHECK(omx_shm_ring_poll(own, collect, rx, 64) == 1);
+		CHECK(rx->n == 1 && rx->len[0] == len && rx->bad == 0 && (!len || rx->first[0] == first));
+	}
 	free(rx);
 	omx_shm_ring_close(prod);
 	omx_shm_ring_close(own);

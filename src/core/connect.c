@@ -42,9 +42,22 @@ static void send_connect_request(struct omx_endpoint *ep, union omx_request *r)
 	pkt.u.connect.app_key = r->s.u.connect.key;
 	pkt.u.connect.target_recv_seqnum_start = p->next_match_seq;
 	pkt.u.connect.connect_seqnum = r->s.u.connect.connect_seqnum;
+	ep->tx_failed = 0;
 	omx__send_frame(ep, &pkt, OMX_C_SEND_CONNECT_REQUEST);
-	r->s.last_send_ns = omx_now_ns();
+	uint64_t now = omx_now_ns();
 	omx_list_del(&r->s.timer_elt);
+	if (ep->tx_failed) {
+		/* Not transmitted (a full queue here, send.c "Transmissions that failed"): again in a
+		 * millisecond, first in line, and not counted against the request's resends. */
+		ep->tx_failed = 0;
+		r->s.state |= OMX_RS_TX_FAILED;
+		uint64_t back = omx__cfg.resend_delay_ns > OMX_TX_RETRY_MIN_NS ? omx__cfg.resend_delay_ns - OMX_TX_RETRY_MIN_NS : 0;
+		r->s.last_send_ns = now > back ? now - back : 0;
+		omx_list_add_head(&ep->connect_list, &r->s.timer_elt);
+		return;
+	}
+	r->s.state &= ~OMX_RS_TX_FAILED;
+	r->s.last_send_ns = now;
 	omx_list_add_tail(&ep->connect_list, &r->s.timer_elt);
 }
 
@@ -140,7 +153,8 @@ void omx__connect_resend_due(struct omx_endpoint *ep, uint64_t now)
 			connect_failed(r, OMX_REMOTE_ENDPOINT_UNREACHABLE);
 			continue;
 		}
-		r->s.resends++;
+		if (!(r->s.state & OMX_RS_TX_FAILED))
+			r->s.resends++;
 		omx__count(ep->board, OMX_C_X_RETRANSMIT_CONNECT);
 		send_connect_request(ep, r);
 	}
@@ -198,7 +212,16 @@ static void handle_request(struct omx_endpoint *ep, struct omx_partner *p, const
 	r.u.connect.is_reply = 1;
 	r.u.connect.connect_seqnum = c->connect_seqnum;
 	r.u.connect.status_code = status;
-	omx__send_frame(ep, &r, OMX_C_SEND_CONNECT_REPLY);
+	/* A reply refused here (a full queue: send.c, "Transmissions that failed") would leave the
+	 * requester to its resend timer; the reply keeps no state to retry later, so it is tried
+	 * again at once, a few times. */
+	for (int tries = 0; tries < 4; tries++) {
+		ep->tx_failed = 0;
+		omx__send_frame(ep, &r, OMX_C_SEND_CONNECT_REPLY);
+		if (!ep->tx_failed)
+			break;
+	}
+	ep->tx_failed = 0;
 }
 
 static void handle_reply(struct omx_endpoint *ep, struct omx_partner *p, const struct omx_pkt *pkt)

@@ -239,6 +239,7 @@ enum {
 	OMX_RS_NOTIFY_PENDING = 1u << 11, /* large receive: NOTIFY sent, not acked (receiver side) */
 	OMX_RS_INTERNAL = 1u << 12,     /* library-owned (blocking connect): no error handler call */
 	OMX_RS_RESERVED = 1u << 13,     /* unexpected, kept for omx_irecv_reserved (on ep->reserved) */
+	OMX_RS_TX_FAILED = 1u << 14,    /* a frame of it was not transmitted locally: sent again soon (send.c) */
 };
 #define OMX_RS_BUSY (OMX_RS_NEED_ACK | OMX_RS_NEED_REPLY | OMX_RS_NEED_SEQNUM | OMX_RS_RECV_POSTED | \
 		     OMX_RS_RECV_PARTIAL | OMX_RS_UNEXPECTED | OMX_RS_PULLING | OMX_RS_SELF_WAITING)
@@ -459,6 +460,12 @@ struct omx_endpoint {
 	unsigned bounce_count;
 	uint64_t next_host_query_check;
 	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
+	/* Sequenced frames that could not be transmitted (OMX_RS_TX_FAILED): sent again at
+	 * local_retry_ns (0: none owed), after a delay that doubles while they keep failing
+	 * (send.c, "Transmissions that failed"). tx_failed: set by a failed transmission, read and
+	 * cleared by the send that made it. */
+	uint64_t local_retry_ns, local_retry_delay_ns;
+	int tx_failed;
 	uint64_t next_notify_watch; /* remote partners owing NOTIFYs: still there? (connect.c) */
 	/* Some partner may owe NOTIFYs or fragments: a sleeper wakes for the two checks above
 	 * (set when one starts owing, recomputed by omx__notify_watch). */
@@ -727,6 +734,8 @@ void omx__ack_received(struct omx_partner *p, uint16_t ack);
 void omx__ack_defer(struct omx_partner *p, uint16_t ack);
 void omx__acks_deferred_take(struct omx_endpoint *ep);
 void omx__resend_due(struct omx_endpoint *ep, uint64_t now);
+void omx__tx_retry_due(struct omx_endpoint *ep, uint64_t now);
+#define OMX_TX_RETRY_MIN_NS 1000000ull /* a frame that failed to leave: first retry after 1 ms */
 void omx__send_acks(struct omx_endpoint *ep, uint64_t now);
 void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now);
 uint16_t omx__piggyack(struct omx_partner *p);

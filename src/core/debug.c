@@ -108,15 +108,24 @@ static void dump_endpoint(struct omx_endpoint *ep)
 	printf(", poller %s, %u application waiter(s), application seen %lld ms ago\n",
 	       ep->poller_active ? (ep->poller_is_thread ? "the thread" : "an application thread") : "none",
 	       ep->app_waiters, age_ms(now, __atomic_load_n(&ep->last_app_ns, __ATOMIC_RELAXED)));
+	unsigned marked = 0;
+	for (struct omx_list *l = ep->resend_list.next; l != &ep->resend_list; l = l->next)
+		marked += (omx_container_of(l, union omx_request, s.timer_elt)->s.state & OMX_RS_TX_FAILED) != 0;
+	const uint64_t *c = omx__counters_values(ep->board);
+	printf("  transmissions: %llu failed (board), %u messages marked to go again",
+	       (unsigned long long)(c ? c[OMX_C_X_TX_FAILED] : 0), marked);
+	if (ep->local_retry_ns)
+		printf(", in %lld ms (delay %llu ms)", -age_ms(now, ep->local_retry_ns),
+		       (unsigned long long)(ep->local_retry_delay_ns / 1000000));
+	printf("\n");
 	if (ep->local) {
 		/* A stalled same-host run: were frames refused (ring and socket full) or skipped? */
 		struct omx_net_local_stats ls;
 		omx_net_local_stats(ep->local, &ls);
-		const uint64_t *cv = omx__counters_values(ep->board);
-		printf("  same-host: %llu frames sent through shared memory, %llu over the socket, %llu transmissions "
-		       "failed (board), %llu dead-producer slots skipped in our ring\n",
+		printf("  same-host: %llu frames sent through shared memory, %llu over the socket, %llu "
+		       "dead-producer slots skipped in our ring\n",
 		       (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
-		       (unsigned long long)(cv ? cv[OMX_C_X_TX_FAILED] : 0), (unsigned long long)ls.ring_skipped);
+		       (unsigned long long)ls.ring_skipped);
 	}
 	for (uint32_t i = 0; ep->partners && i < omx__g.peer_count; i++)
 		for (uint32_t e = 0; ep->partners[i] && e < omx__cfg.endpoint_max; e++)

@@ -42,6 +42,12 @@ static inline void omx_list_add_tail(struct omx_list *h, struct omx_list *e)
 	h->prev = e;
 }
 
+/* At the front: what is due soonest on a list kept in due order. */
+static inline void omx_list_add_head(struct omx_list *h, struct omx_list *e)
+{
+	omx_list_add_tail(h->next, e);
+}
+
 static inline void omx_list_del(struct omx_list *e)
 {
 	e->prev->next = e->next;

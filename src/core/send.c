@@ -64,6 +64,33 @@ static void arm_resend(union omx_request *r)
 	omx_list_add_tail(&r->s.ep->resend_list, &r->s.timer_elt);
 }
 
+/*
+ * Transmissions that failed here: a same-host partner's ring and socket both full (its owner
+ * stalled, or fed by several senders at once, or its slots taken by our acks), or a full transmit
+ * queue. The frame never left, and the resend timer (OMX_RESEND_DELAY_MS, 500 ms) was the only
+ * way it would: a receiver that stopped polling for a moment cost its sender half a second per
+ * lost frame. A message with a frame that failed is marked (OMX_RS_TX_FAILED) and sent again
+ * after OMX_TX_RETRY_MIN_NS (1 ms; omx__tx_retry_due), the delay doubling up to the resend delay
+ * while the retries fail too, back to the minimum after a round that went out. Explicit acks and
+ * connect requests that failed are sent again too (send_liback, connect.c). sent() (transmit.c) sets
+ * ep->tx_failed; the sends of sequenced messages clear it before their frames and look at it
+ * after them (tx_check).
+ */
+static void tx_check(union omx_request *r)
+{
+	struct omx_endpoint *ep = r->s.ep;
+	if (__builtin_expect(!ep->tx_failed, 1)) {
+		r->s.state &= ~OMX_RS_TX_FAILED;
+		return;
+	}
+	ep->tx_failed = 0;
+	r->s.state |= OMX_RS_TX_FAILED;
+	if (!ep->local_retry_delay_ns)
+		ep->local_retry_delay_ns = OMX_TX_RETRY_MIN_NS;
+	if (!ep->local_retry_ns)
+		ep->local_retry_ns = ep->now_ns + ep->local_retry_delay_ns;
+}
+
 /* Is p an endpoint of this host whose frames go through our same-host transport and its
  * shared-memory ring? Fixed for the partner's life, so looked up once; the test of the answer
  * inline (a same-host send asks twice: ~9 instructions of a call before its frame left). */
@@ -85,6 +112,7 @@ void omx__send_sequenced(union omx_request *r)
 	struct omx_pkt pkt;
 	uint32_t len = r->s.total_len;
 
+	ep->tx_failed = 0;
 	switch (r->s.type) {
 	case OMX_REQ_SEND_TINY:
 	case OMX_REQ_SEND_SMALL:
@@ -154,6 +182,7 @@ void omx__send_sequenced(union omx_request *r)
 	default:
 		return;
 	}
+	tx_check(r);
 	arm_resend(r);
 }
 
@@ -434,6 +463,35 @@ void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
 	}
 }
 
+/* The messages marked OMX_RS_TX_FAILED, oldest transmission first, until one fails again (on a
+ * full same-host ring each failure waited ~1 ms in the transport). The delay doubles only after a
+ * round in which none went out. */
+void omx__tx_retry_due(struct omx_endpoint *ep, uint64_t now)
+{
+	if (now < ep->local_retry_ns)
+		return;
+	ep->local_retry_ns = 0;
+	int failed = 0, went = 0;
+	struct omx_list *last = ep->resend_list.prev;
+	for (struct omx_list *pos = ep->resend_list.next, *next; pos != &ep->resend_list; pos = next) {
+		next = pos->next; /* a message sent again moves to the list's tail: stop at the old one */
+		union omx_request *r = (union omx_request *)omx_container_of(pos, omx_req_t, timer_elt);
+		if (r->s.state & OMX_RS_TX_FAILED) {
+			omx__count(ep->board, OMX_C_X_RETRANSMIT_MSG);
+			omx__send_sequenced(r);
+			if ((failed = (r->s.state & OMX_RS_TX_FAILED) != 0))
+				break;
+			went++;
+		}
+		if (pos == last)
+			break;
+	}
+	uint64_t d = ep->local_retry_delay_ns * 2;
+	ep->local_retry_delay_ns = went ? OMX_TX_RETRY_MIN_NS : d < omx__cfg.resend_delay_ns ? d : omx__cfg.resend_delay_ns;
+	if (failed)
+		ep->local_retry_ns = now + ep->local_retry_delay_ns;
+}
+
 /* ---- explicit acks (TRUC liback) ---- */
 
 void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now)
@@ -470,21 +528,35 @@ static void send_liback(struct omx_endpoint *ep, struct omx_partner *p)
 	pkt.u.truc.send_seq = p->next_complete_seq;
 	pkt.u.truc.acknum = ++p->last_send_acknum;
 	pkt.u.truc.resent = p->resend_ask ? OMX_TRUC_RESEND_ASK : 0;
+	uint16_t acked_before = p->last_acked_recv_seq;
+	int ask = p->resend_ask;
 	p->resend_ask = 0;
 	p->last_acked_recv_seq = p->next_complete_seq;
+	ep->tx_failed = 0;
 	omx__send_frame(ep, &pkt, OMX_C_SEND_LIBACK);
+	if (ep->tx_failed) {
+		/* Not transmitted ("Transmissions that failed" above): still owed, again after the ack
+		 * delay. Given up, it would leave the sender of our last messages to its resend timer. */
+		ep->tx_failed = 0;
+		p->last_acked_recv_seq = acked_before;
+		p->resend_ask = ask;
+		omx__schedule_ack(p, 0, ep->now_ns);
+	}
 }
 
 void omx__send_acks(struct omx_endpoint *ep, uint64_t now)
 {
-	struct omx_list *pos, *tmp;
+	struct omx_list *pos, *tmp, *last = ep->ack_list.prev; /* an ack that failed comes back after it */
 	omx_list_for_each_safe(pos, tmp, &ep->ack_list) {
 		struct omx_partner *p = omx_container_of(pos, struct omx_partner, ack_elt);
-		if (p->ack_state == 1 && now < p->ack_since_ns + omx__cfg.ack_delay_ns)
-			continue;
-		omx_list_del(&p->ack_elt);
-		p->ack_state = 0;
-		send_liback(ep, p);
+		int end = pos == last;
+		if (!(p->ack_state == 1 && now < p->ack_since_ns + omx__cfg.ack_delay_ns)) {
+			omx_list_del(&p->ack_elt);
+			p->ack_state = 0;
+			send_liback(ep, p);
+		}
+		if (end)
+			break;
 	}
 }
 
@@ -660,6 +732,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 	}
 	int tiny = len <= OMX_TINY_MAX;
 	uint16_t seq = p->next_send_seq;
+	ep->tx_failed = 0;
 	omx__send_eager_partner(ep, p, tiny ? OMX_PT_TINY : OMX_PT_SMALL, seq, match, payload, len,
 				tiny ? OMX_C_SEND_TINY : OMX_C_SEND_SMALL);
 
@@ -678,6 +751,7 @@ static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_pa
 		*request = r;
 	track_sequenced(r); /* takes seq: next_send_seq did not move meanwhile */
 	(void)omx__ep_clock(ep);
+	tx_check(r);
 	arm_resend(r);
 	complete_early(ep, r);
 	pass_if_unacked(ep, p); /* SAME_HOST_SEND_NO_PASS above */
@@ -742,11 +816,13 @@ static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_p
 		*request = r;
 	(void)omx__ep_clock(ep);
 	track_sequenced(r);
-	/* It fits one fragment (medium_local_len); were it refused, the resend timer sends it by
-	 * the general path, from the copy. */
+	/* It fits one fragment (medium_local_len); were it refused, its retry (tx_check) or the
+	 * resend timer sends it by the general path, from the copy. */
+	ep->tx_failed = 0;
 	(void)omx__send_medium_partner(ep, p, r->s.seqnum, match, payload, len);
 	if (nseg == 1)
 		memcpy(r->s.u.send.data, payload, len);
+	tx_check(r);
 	arm_resend(r);
 	complete_early(ep, r);
 	pass_if_unacked(ep, p); /* SAME_HOST_SEND_NO_PASS */

@@ -94,9 +94,11 @@ static void sent(struct omx_endpoint *ep, const struct omx_pkt *pkt, int local, 
 		return;
 	}
 	if (r < 0) {
-		/* Full transmit queue or transient error: retransmission recovers. */
+		/* Full transmit queue or transient error: retransmission recovers, soon for the
+		 * sequenced frames whose sender sees tx_failed (send.c). */
 		omx__verbose("transmit failed: %s\n", strerror(-r));
 		omx__count(ep->board, OMX_C_X_TX_FAILED);
+		ep->tx_failed = 1;
 		return;
 	}
 	if (local && pkt->payload_len)
@@ -267,6 +269,7 @@ void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned co
 			}
 			omx__verbose("transmit failed: %s\n", strerror(sent < 0 ? -sent : EAGAIN));
 			omx__count(ep->board, OMX_C_X_TX_FAILED);
+			ep->tx_failed = 1;
 			done++;
 		}
 		pkts += k;

@@ -1,8 +1,10 @@
 /*
  * fault.c - deterministic fault injection on the send side of any transport (tests only).
  *
- * Every frame offered to send() draws four numbers from a splitmix64 stream seeded by the spec,
- * always in the same order, and is then, in this order of precedence:
+ * Every frame offered to send() draws four numbers (five with refuse) from a splitmix64 stream
+ * seeded by the spec, always in the same order, and is then, in this order of precedence:
+ *   refused   (u4 < refuse, drawn only with refuse set) - not sent, send returns -EAGAIN as a
+ *             full queue does (the sender knows: a loss of its own, not the link's);
  *   dropped   (u0 < drop)   - discarded, send returns 0;
  *   delayed   (u2 < delay)  - copied and held until now + delay_us;
  *   reordered (u3 < reorder, and no frame already held for reordering) - copied and held until
@@ -146,6 +148,11 @@ static int fault_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 	double u_drop = uniform01(&f->rng), u_dup = uniform01(&f->rng);
 	double u_delay = uniform01(&f->rng), u_reorder = uniform01(&f->rng);
 	f->stats.sent++;
+	if (f->spec.refuse > 0 && uniform01(&f->rng) < f->spec.refuse) {
+		f->stats.refused++;
+		ret = -EAGAIN;
+		goto out;
+	}
 
 	if (u_drop < f->spec.drop) {
 		f->stats.dropped++;
@@ -350,6 +357,8 @@ int omx_fault_spec_parse(const char *str, struct omx_fault_spec *out)
 			ret = parse_rate(v, &s.reorder);
 		else if (!strcasecmp(k, "delay"))
 			ret = parse_rate(v, &s.delay);
+		else if (!strcasecmp(k, "refuse"))
+			ret = parse_rate(v, &s.refuse);
 		else if (!strcasecmp(k, "delay_us")) {
 			ret = parse_u64(v, UINT32_MAX, &u);
 			s.delay_us = (uint32_t)u;

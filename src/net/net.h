@@ -222,11 +222,12 @@ void omx_memnet_set_tap(struct omx_memnet *hub, omx_net_rx_fn fn, void *arg);
  */
 struct omx_fault_spec {
 	double drop, dup, reorder, delay;
+	double refuse; /* frames refused as a full queue refuses them: send() returns -EAGAIN */
 	uint32_t delay_us;
 	uint64_t seed;
 };
 struct omx_fault_stats {
-	uint64_t sent, dropped, duplicated, reordered, delayed;
+	uint64_t sent, dropped, duplicated, reordered, delayed, refused;
 };
 int omx_fault_spec_parse(const char *str, struct omx_fault_spec *out); /* 0 or -EINVAL */
 /* Wraps inner (takes ownership; closing the wrapper closes inner). */

@@ -107,6 +107,27 @@ check "a sender closing with refused sends counts and reports them ($(grep -E 'U
 	cond '[ "$S" = 0 ] && grep -qE "^[0-9]{3}: +[1-9][0-9]* Sends Unacked at Close" "$TMP/abandon.counters" &&
 	      grep -qE "closed with [1-9][0-9]* sends unacked" "$TMP/abandon.s.log"'
 
+# frames the transport refuses (OMX_FAULT refuse: -EAGAIN, as a full transmit queue, or a full
+# same-host ring and socket, answers): they never left, so they go again within milliseconds
+# instead of at the resend timer, here 10 minutes, where a single refused message, ack or connect
+# request would stall its round (omx_faultprog gives up after 30 s). Rounds in which both sides
+# send to each other at once keep one message in flight each way: a stream would run more than
+# the receiver's 255-message early window ahead of a refused message, and what falls out of that
+# window waits for the resend timer whatever the sender knows.
+RF=(OMX_RESEND_DELAY_MS=600000 OMX_FAULT=refuse=0.03)
+for len in 8 65536; do
+	omx_run_pair "refuse$len" env "${RF[@]}" timeout 120 "$P" exchange 0 "${OMX_HOSTNAME[1]}:0" 0 $len 300 both -- \
+		env "${RF[@]}" timeout 120 "$P" exchange 0 "${OMX_HOSTNAME[0]}:0" 0 $len 300 both
+	rc=$?
+	for h in 0 1; do
+		omx_host_exec $h env $(omx_env $h) timeout 30 "$OMX_BUILD/tools/omx_counters" -b 0 >"$TMP/refuse.$h.counters" 2>&1
+	done
+	refused=$(grep -hE 'Transmit Failed' "$TMP"/refuse.*.counters | awk '{s += $2} END {print s + 0}')
+	again=$(grep -hE 'Retransmit Message' "$TMP"/refuse.*.counters | awk '{s += $2} END {print s + 0}')
+	check "300 rounds of $len B both ways with 3% of frames refused by the transport, resend timer at 10 minutes: all through ($refused refused, $again messages sent again)" \
+		cond '[ "$rc" = 0 ] && grep -q "^exchanged 300" "$TMP/refuse$len.0.log" "$TMP/refuse$len.1.log" && [ "$refused" -gt 5 ] && [ "$again" -gt 0 ]'
+done
+
 # lossy links: 5% loss on arrival and 1% duplication on departure, both hosts, plus reordering
 for mtu in 9000 1500; do
 	omx_netns_set_mtu $mtu

@@ -411,9 +411,42 @@ static void test_misc(void)
 	omx_memnet_destroy(hub);
 }
 
+/* refuse: the sender is told (-EAGAIN, as from a full queue), the frame goes nowhere, and the
+ * other outcomes of a seed's frames stay what they were without it. */
+static void test_refuse(void)
+{
+	struct omx_fault_spec s;
+	CHECK_EQ(omx_fault_spec_parse("refuse=0.25,seed=3", &s), 0);
+	CHECK(s.refuse == 0.25);
+	CHECK_EQ(omx_fault_spec_parse("refuse=2", &s), -EINVAL);
+	struct rig r;
+	rig_open(&r, "refuse=0.1,seed=13");
+	uint64_t refused = 0;
+	for (uint32_t i = 0; i < NFRAMES; i++) {
+		uint8_t f[64];
+		make_frame(f, 64, i);
+		struct iovec v = {f, 64};
+		int ret = r.tx->ops->send(r.tx, &v, 1);
+		refused += ret == -EAGAIN;
+		if (ret != 0 && ret != -EAGAIN)
+			CHECK_EQ(ret, 0);
+		if (i % 1000 == 999)
+			rig_drain(&r);
+	}
+	rig_flush(&r);
+	struct omx_fault_stats st;
+	omx_net_fault_stats(r.tx, &st);
+	CHECK_EQ(st.refused, refused);
+	CHECK_RATE(st.refused, NFRAMES, 0.1);
+	CHECK_EQ(r.n, NFRAMES - refused);
+	printf("refuse=0.1: %llu of %d refused\n", (unsigned long long)refused, NFRAMES);
+	rig_close(&r);
+}
+
 int main(void)
 {
 	test_parse();
+	test_refuse();
 	test_drop_dup_rates();
 	test_reorder();
 	test_delay();

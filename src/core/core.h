@@ -460,11 +460,11 @@ struct omx_endpoint {
 	unsigned bounce_count;
 	uint64_t next_host_query_check;
 	uint64_t next_shared_check; /* same-host partners owing NOTIFYs: still there? (shared.c) */
-	/* Sequenced frames that could not be transmitted (OMX_RS_TX_FAILED): sent again at
-	 * local_retry_ns (0: none owed), after a delay that doubles while they keep failing
-	 * (send.c, "Transmissions that failed"). tx_failed: set by a failed transmission, read and
-	 * cleared by the send that made it. */
-	uint64_t local_retry_ns, local_retry_delay_ns;
+	/* Sequenced frames that could not be transmitted (OMX_RS_TX_FAILED), to a same-host or a
+	 * remote partner: sent again at tx_retry_ns (0: none owed), after a delay that doubles
+	 * while they keep failing (send.c, "Transmissions that failed"). tx_failed: set by a failed
+	 * transmission, read and cleared by the send that made it. */
+	uint64_t tx_retry_ns, tx_retry_delay_ns;
 	int tx_failed;
 	uint64_t next_notify_watch; /* remote partners owing NOTIFYs: still there? (connect.c) */
 	/* Some partner may owe NOTIFYs or fragments: a sleeper wakes for the two checks above

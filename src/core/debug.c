@@ -114,9 +114,9 @@ static void dump_endpoint(struct omx_endpoint *ep)
 	const uint64_t *c = omx__counters_values(ep->board);
 	printf("  transmissions: %llu failed (board), %u messages marked to go again",
 	       (unsigned long long)(c ? c[OMX_C_X_TX_FAILED] : 0), marked);
-	if (ep->local_retry_ns)
-		printf(", in %lld ms (delay %llu ms)", -age_ms(now, ep->local_retry_ns),
-		       (unsigned long long)(ep->local_retry_delay_ns / 1000000));
+	if (ep->tx_retry_ns)
+		printf(", in %lld ms (delay %llu ms)", -age_ms(now, ep->tx_retry_ns),
+		       (unsigned long long)(ep->tx_retry_delay_ns / 1000000));
 	printf("\n");
 	if (ep->local) {
 		/* A stalled same-host run: were frames refused (ring and socket full) or skipped? */

@@ -200,6 +200,7 @@ static struct omx_endpoint *endpoint_alloc(void)
 	omx_list_init(&ep->pull_list);
 	ep->lock_fd = ep->event_fd = -1;
 	ep->resends_max = omx__cfg.resends_max;
+	ep->tx_retry_delay_ns = OMX_TX_RETRY_MIN_NS;
 	ep->pull_timeout_ns = (uint64_t)omx__cfg.resends_max * omx__cfg.resend_delay_ns;
 	for (int i = 0; i < OMX_PULL_SLOTS; i++)
 		ep->pull_gen[i] = OMX_PULL_GEN_START;

@@ -85,10 +85,8 @@ static void tx_check(union omx_request *r)
 	}
 	ep->tx_failed = 0;
 	r->s.state |= OMX_RS_TX_FAILED;
-	if (!ep->local_retry_delay_ns)
-		ep->local_retry_delay_ns = OMX_TX_RETRY_MIN_NS;
-	if (!ep->local_retry_ns)
-		ep->local_retry_ns = ep->now_ns + ep->local_retry_delay_ns;
+	if (!ep->tx_retry_ns)
+		ep->tx_retry_ns = ep->now_ns + ep->tx_retry_delay_ns;
 }
 
 /* Is p an endpoint of this host whose frames go through our same-host transport and its
@@ -468,9 +466,9 @@ void omx__resend_due(struct omx_endpoint *ep, uint64_t now)
  * round in which none went out. */
 void omx__tx_retry_due(struct omx_endpoint *ep, uint64_t now)
 {
-	if (now < ep->local_retry_ns)
+	if (now < ep->tx_retry_ns)
 		return;
-	ep->local_retry_ns = 0;
+	ep->tx_retry_ns = 0;
 	int failed = 0, went = 0;
 	struct omx_list *last = ep->resend_list.prev;
 	for (struct omx_list *pos = ep->resend_list.next, *next; pos != &ep->resend_list; pos = next) {
@@ -486,10 +484,10 @@ void omx__tx_retry_due(struct omx_endpoint *ep, uint64_t now)
 		if (pos == last)
 			break;
 	}
-	uint64_t d = ep->local_retry_delay_ns * 2;
-	ep->local_retry_delay_ns = went ? OMX_TX_RETRY_MIN_NS : d < omx__cfg.resend_delay_ns ? d : omx__cfg.resend_delay_ns;
+	uint64_t d = ep->tx_retry_delay_ns * 2;
+	ep->tx_retry_delay_ns = went ? OMX_TX_RETRY_MIN_NS : d < omx__cfg.resend_delay_ns ? d : omx__cfg.resend_delay_ns;
 	if (failed)
-		ep->local_retry_ns = now + ep->local_retry_delay_ns;
+		ep->tx_retry_ns = now + ep->tx_retry_delay_ns;
 }
 
 /* ---- explicit acks (TRUC liback) ---- */

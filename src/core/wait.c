@@ -96,7 +96,7 @@ static void progress_pass(struct omx_endpoint *ep, uint64_t now)
 	ep->timers_ns = now;
 	ep->acks_now = 0;
 	omx__resend_due(ep, now);
-	if (ep->local_retry_ns)
+	if (ep->tx_retry_ns)
 		omx__tx_retry_due(ep, now);
 	omx__connect_resend_due(ep, now);
 	omx__pull_timers(ep, now);

@@ -46,9 +46,11 @@ static void send_connect_request(struct omx_endpoint *ep, union omx_request *r)
 	omx__send_frame(ep, &pkt, OMX_C_SEND_CONNECT_REQUEST);
 	uint64_t now = omx_now_ns();
 	omx_list_del(&r->s.timer_elt);
-	if (ep->tx_failed) {
+	if (ep->tx_failed && !(r->s.state & OMX_RS_TX_FAILED)) {
 		/* Not transmitted (a full queue here, send.c "Transmissions that failed"): again in a
-		 * millisecond, first in line, and not counted against the request's resends. */
+		 * millisecond, first in line, not counted against the request's resends. Refused again,
+		 * it waits for the timer as usual (and that resend counts), so that a queue that stays
+		 * full still ends in the usual budget. */
 		ep->tx_failed = 0;
 		r->s.state |= OMX_RS_TX_FAILED;
 		uint64_t back = omx__cfg.resend_delay_ns > OMX_TX_RETRY_MIN_NS ? omx__cfg.resend_delay_ns - OMX_TX_RETRY_MIN_NS : 0;

@@ -94,11 +94,12 @@ static void sent(struct omx_endpoint *ep, const struct omx_pkt *pkt, int local, 
 		return;
 	}
 	if (r < 0) {
-		/* Full transmit queue or transient error: retransmission recovers, soon for the
-		 * sequenced frames whose sender sees tx_failed (send.c). */
+		/* Full transmit queue or transient error: retransmission recovers; soon for the frames
+		 * of a full queue, whose senders see tx_failed (send.c, "Transmissions that failed").
+		 * A link that is down (ENETDOWN...) is left to the resend timer and its budget. */
 		omx__verbose("transmit failed: %s\n", strerror(-r));
 		omx__count(ep->board, OMX_C_X_TX_FAILED);
-		ep->tx_failed = 1;
+		ep->tx_failed = r == -EAGAIN || r == -ENOBUFS;
 		return;
 	}
 	if (local && pkt->payload_len)
@@ -269,7 +270,7 @@ void omx__send_frames(struct omx_endpoint *ep, struct omx_pkt *pkts, unsigned co
 			}
 			omx__verbose("transmit failed: %s\n", strerror(sent < 0 ? -sent : EAGAIN));
 			omx__count(ep->board, OMX_C_X_TX_FAILED);
-			ep->tx_failed = 1;
+			ep->tx_failed |= sent == 0 || sent == -EAGAIN || sent == -ENOBUFS;
 			done++;
 		}
 		pkts += k;

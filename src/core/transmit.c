@@ -99,7 +99,9 @@ static void sent(struct omx_endpoint *ep, const struct omx_pkt *pkt, int local, 
 		 * A link that is down (ENETDOWN...) is left to the resend timer and its budget. */
 		omx__verbose("transmit failed: %s\n", strerror(-r));
 		omx__count(ep->board, OMX_C_X_TX_FAILED);
-		ep->tx_failed = r == -EAGAIN || r == -ENOBUFS;
+		/* Sticky over a message's frames, as in omx__send_frames: a later frame's other error
+		 * must not unmark an earlier refusal. */
+		ep->tx_failed |= r == -EAGAIN || r == -ENOBUFS;
 		return;
 	}
 	if (local && pkt->payload_len)

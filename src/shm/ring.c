@@ -327,14 +327,6 @@ int omx_shm_ring_closed(struct omx_shm_ring *r)
  * consumer polls. */
 #define SLOT_HEAD_BYTES (64 - offsetof(struct slot, data))
 
-/*
- * Frames of up to two lines (every tiny and small frame of up to 72 payload bytes: MPI's small
- * messages carry the provider's 16-byte header, so all of theirs up to 56 B) are copied with
- * fixed-size moves: n bytes as two overlapping blocks of the largest power of two not above n.
- * The variable-length memcpy calls they replace, one for the bytes past the first line and one
- * for the first line, took ~80 of the ~200 instructions of such a push (callgrind, an MPI
- * ping-pong over omx on one host).
- */
 /* n bytes (k <= n <= 2k) as their first and last k; k a constant at every call, so each memcpy
  * is a fixed-size move. Both blocks are read before either is written. */
 static inline __attribute__((always_inline)) void copy_ends(uint8_t *d, const uint8_t *s, size_t n, size_t k)
@@ -344,6 +336,14 @@ static inline __attribute__((always_inline)) void copy_ends(uint8_t *d, const ui
 	memcpy(d, a, k), memcpy(d + n - k, b, k);
 }
 
+/*
+ * Frames of up to two lines (every tiny and small frame of up to 72 payload bytes: MPI's small
+ * messages carry the provider's 16-byte header, so all of theirs up to 56 B) are copied with
+ * fixed-size moves: n bytes as two overlapping blocks of the largest power of two not above n.
+ * The variable-length memcpy calls they replace, one for the bytes past the first line and one
+ * for the first line, took ~80 of the ~200 instructions of such a push (callgrind, an MPI
+ * ping-pong over omx on one host).
+ */
 static inline __attribute__((always_inline)) void copy_small(uint8_t *d, const uint8_t *s, size_t n)
 {
 	if (n >= 32) /* up to 64 */

@@ -1,0 +1,191 @@
+/*
+ * side_by_side.c - omx and MPI's shared memory in the same two processes (not a test), for
+ * bench/side_by_side.sh: rank 0 and rank 1 of an MPI job (Open MPI's ob1 over vader, or whatever
+ * the mpirun line chose) also open an omx endpoint each and connect them, then ping-pong in short
+ * blocks, MPI and omx in turn (A B B A A B ...). Both stacks run on the same CPUs, in the same
+ * moments of the host's placement of the VM's vCPUs: that placement changes every few seconds
+ * and moves a hop by 2-6x, which separate runs (bench/same_host.sh) can only sort out after the
+ * fact with a probe. Here each pair of neighbouring blocks gives a ratio, omx's time over MPI's,
+ * and the medians over hundreds of pairs are steady to ~2% from run to run.
+ *
+ *   mpirun -np 2 ... side_by_side <lengths> [block round trips [blocks]]
+ * <lengths>: comma-separated message lengths in bytes (each up to 1 MiB); block: round trips a
+ * block (default 1000); blocks: per length, an even number (default 400), after 4 warm-up blocks.
+ * The loops are omx_perf's and mpi_shm_pingpong's: omx_isend then omx_test until done, omx_irecv
+ * then omx_test until done; MPI_Send then MPI_Recv. The omx endpoint is endpoint <rank> of board
+ * 0 (OMX_PEERS etc. from the environment, as for any omx program).
+ * Output on rank 0 (CSV): length,blocks,mpi_us,omx_us,ratio,ratio_p25,ratio_p75: the medians of
+ * the blocks' half round trips (us), and the median and quartiles of the pairs' omx/MPI ratios.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "open-mx.h"
+
+#define KEY 0x51de
+#define MATCH 0x5b5
+#define MAX_LENGTH (1u << 20)
+
+static omx_endpoint_t ep;
+static omx_endpoint_addr_t peer;
+
+static void check(const char *what, omx_return_t r)
+{
+	if (r == OMX_SUCCESS)
+		return;
+	fprintf(stderr, "side_by_side: %s: %s\n", what, omx_strerror(r));
+	MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void complete(omx_request_t *req)
+{
+	omx_status_t st;
+	uint32_t done = 0;
+	while (!done)
+		check("omx_test", omx_test(ep, req, &st, &done));
+	check("request", st.code);
+}
+
+static void omx_block(int rank, char *buf, int len, long round_trips)
+{
+	omx_request_t req;
+	for (long i = 0; i < round_trips; i++) {
+		if (rank == 0) {
+			check("omx_isend", omx_isend(ep, buf, (size_t)len, peer, MATCH, NULL, &req));
+			complete(&req);
+			check("omx_irecv", omx_irecv(ep, buf, (size_t)len, MATCH, ~0ull, NULL, &req));
+			complete(&req);
+		} else {
+			check("omx_irecv", omx_irecv(ep, buf, (size_t)len, MATCH, ~0ull, NULL, &req));
+			complete(&req);
+			check("omx_isend", omx_isend(ep, buf, (size_t)len, peer, MATCH, NULL, &req));
+			complete(&req);
+		}
+	}
+}
+
+static void mpi_block(int rank, char *buf, int len, long round_trips)
+{
+	for (long i = 0; i < round_trips; i++) {
+		if (rank == 0) {
+			MPI_Send(buf, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+			MPI_Recv(buf, len, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		} else {
+			MPI_Recv(buf, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Send(buf, len, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+		}
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double quantile(double *v, long n, long num, long den)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n * num / den];
+}
+
+/* Block b's stack: 0 MPI, 1 omx, in the order A B B A (each pair of blocks holds one of each,
+ * and which comes first alternates, so that neither always follows the other). */
+static int block_stack(long b)
+{
+	return (int)(((b >> 1) ^ b) & 1);
+}
+
+static void measure(int rank, char *buf, int len, long round_trips, long blocks)
+{
+	double *t = calloc((size_t)blocks, sizeof(*t)), *mpi = calloc((size_t)blocks, sizeof(*mpi));
+	double *omx = calloc((size_t)blocks, sizeof(*omx)), *ratio = calloc((size_t)blocks, sizeof(*ratio));
+	if (!t || !mpi || !omx || !ratio)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	MPI_Barrier(MPI_COMM_WORLD);
+	for (long b = -4; b < blocks; b++) {
+		int stack = block_stack(b < 0 ? b + 4 : b);
+		double t0 = MPI_Wtime();
+		if (stack)
+			omx_block(rank, buf, len, round_trips);
+		else
+			mpi_block(rank, buf, len, round_trips);
+		if (b >= 0)
+			t[b] = (MPI_Wtime() - t0) * 1e6 / (2.0 * (double)round_trips);
+	}
+	if (rank == 0) {
+		long nm = 0, no = 0, np = 0;
+		for (long b = 0; b < blocks; b++) {
+			if (block_stack(b))
+				omx[no++] = t[b];
+			else
+				mpi[nm++] = t[b];
+		}
+		for (long b = 0; b + 1 < blocks; b += 2) {
+			double o = block_stack(b) ? t[b] : t[b + 1], m = block_stack(b) ? t[b + 1] : t[b];
+			ratio[np++] = o / m;
+		}
+		double r25 = quantile(ratio, np, 1, 4), r50 = quantile(ratio, np, 1, 2), r75 = quantile(ratio, np, 3, 4);
+		printf("%d,%ld,%.4f,%.4f,%.3f,%.3f,%.3f\n", len, blocks, quantile(mpi, nm, 1, 2), quantile(omx, no, 1, 2),
+		       r50, r25, r75);
+		fflush(stdout);
+	}
+	free(t);
+	free(mpi);
+	free(omx);
+	free(ratio);
+}
+
+int main(int argc, char **argv)
+{
+	int rank, size;
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	long round_trips = argc > 2 ? atol(argv[2]) : 1000, blocks = argc > 3 ? atol(argv[3]) : 400;
+	if (argc < 2 || size != 2 || round_trips < 1 || blocks < 2 || blocks % 2) {
+		if (rank == 0)
+			fprintf(stderr, "usage: mpirun -np 2 %s <lengths,...> [round trips a block [blocks, even]]\n", argv[0]);
+		MPI_Finalize();
+		return 2;
+	}
+	uint64_t nic;
+	check("omx_init", omx_init());
+	check("board 0", omx_board_number_to_nic_id(0, &nic));
+	check("omx_open_endpoint", omx_open_endpoint(0, (uint32_t)rank, KEY, NULL, 0, &ep));
+	MPI_Barrier(MPI_COMM_WORLD); /* both endpoints open before either connects */
+	omx_request_t req;
+	omx_status_t st;
+	uint32_t done = 0;
+	check("omx_iconnect", omx_iconnect(ep, nic, (uint32_t)(1 - rank), KEY, 0, NULL, &req));
+	while (!done) /* polling answers the other side's connect request too */
+		check("omx_test", omx_test(ep, &req, &st, &done));
+	check("connect", st.code);
+	peer = st.addr;
+	char *buf = calloc(1, MAX_LENGTH);
+	if (!buf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	/* One omx round trip before any MPI call: each side keeps polling until the other's connect
+	 * is answered (without the progress thread nothing else would answer it). */
+	omx_block(rank, buf, 0, 1);
+	if (rank == 0)
+		printf("length,blocks,mpi_us,omx_us,ratio,ratio_p25,ratio_p75\n");
+	for (char *s = argv[1], *end; *s; s = *end ? end + 1 : end) {
+		unsigned long len = strtoul(s, &end, 0);
+		if (end == s || len > MAX_LENGTH) {
+			if (rank == 0)
+				fprintf(stderr, "side_by_side: bad length list at \"%s\"\n", s);
+			MPI_Abort(MPI_COMM_WORLD, 2);
+		}
+		measure(rank, buf, (int)len, round_trips, blocks);
+	}
+	MPI_Barrier(MPI_COMM_WORLD); /* neither closes while the other may still need an ack */
+	omx_close_endpoint(ep);
+	omx_finalize();
+	free(buf);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# side_by_side.sh - omx against Open MPI's shared memory in the same two processes (not a test):
+# bench/side_by_side.c under mpirun, both ranks pinned to cores 0 and 1 in one network namespace
+# with an omx interface, MPI and omx ping-pong blocks in turn. See side_by_side.c for why; in
+# short, separate runs of each stack (bench/same_host.sh) see the host move the VM's vCPUs near
+# and far between them, and here both stacks share every placement.
+#
+#   sudo bench/side_by_side.sh [runs] [lengths] [round trips a block] [blocks]
+#
+# Defaults: 5 runs per MPI transport; lengths 0,1,8,64; 1000 round trips a block; 400 blocks.
+# Environment: OMX_BUILD [./build]; TRANSPORTS ["vader-cma vader-none"]: Open MPI's ob1 over
+# btl vader,self with btl_vader_single_copy_mechanism cma / none, or "ucx" (pml ucx,
+# UCX_TLS=sm,self); MTU [9000]; any OMX_* variable is passed to both ranks (the progress thread
+# stays on by default, as for any omx program).
+# Output: each run's CSV lines on stderr, then one line per (transport, length): the median over
+# the runs of each run's median omx/MPI ratio (< 1: omx is faster), the runs' range, and the
+# medians of MPI's and omx's half round trips (us).
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=$(cd "$HERE/.." && pwd)
+BUILD=${OMX_BUILD:-$SRC/build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+RUNS=${1:-5}
+LENGTHS=${2:-0,1,8,64}
+BLOCK=${3:-1000}
+BLOCKS=${4:-400}
+TRANSPORTS=${TRANSPORTS:-"vader-cma vader-none"}
+command -v mpicc >/dev/null || { echo "side_by_side: mpicc not found (scripts/deps.sh installs Open MPI)" >&2; exit 2; }
+source "$SRC/tests/integration/lib/netns.sh" || exit 1
+TMP=$(mktemp -d /tmp/omx-sidebyside.XXXXXX)
+omx_at_exit "rm -rf $TMP"
+omx_netns_setup 2 "${MTU:-9000}" >/dev/null || exit 1
+omx_netns_peers_file "$TMP/peers"
+mkdir -p "$TMP/lock"
+PROG=$TMP/side_by_side
+mpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$SRC/include" -o "$PROG" "$HERE/side_by_side.c" \
+	-L"$BUILD/src" -lopen-mx -Wl,-rpath,"$BUILD/src" || exit 1
+export OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock"
+xs=()
+for v in $(compgen -e | grep '^OMX_'); do xs+=(-x "$v"); done
+for ((r = 0; r < RUNS; r++)); do
+	for t in $TRANSPORTS; do
+		case $t in
+		vader-*) mca=(--mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism "${t#vader-}") ;;
+		ucx) mca=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx
+			-x UCX_TLS=sm,self -x UCX_WARN_UNUSED_ENV_VARS=n) ;;
+		*) echo "side_by_side: unknown transport $t" >&2; exit 2 ;;
+		esac
+		omx_host_exec 0 env OMX_PEERS="$OMX_PEERS" OMX_IFACES="$OMX_IFACES" OMX_LOCK_DIR="$OMX_LOCK_DIR" \
+			timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" "${xs[@]}" \
+			-np 1 taskset -c 0 "$PROG" "$LENGTHS" "$BLOCK" "$BLOCKS" : \
+			-np 1 taskset -c 1 "$PROG" "$LENGTHS" "$BLOCK" "$BLOCKS" 2>/dev/null |
+			grep -E '^[0-9]+,' | sed "s/^/$t,$r,/" | tee -a "$TMP/all.csv" >&2
+	done
+done
+[ -s "$TMP/all.csv" ] || { echo "side_by_side: no results" >&2; exit 1; }
+python3 - "$TMP/all.csv" <<'EOF'
+import sys, statistics, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    t, r, length, blocks, mpi, omx, ratio, r25, r75 = line.strip().split(",")
+    rows[(t, int(length))].append((float(ratio), float(mpi), float(omx)))
+for (t, length) in sorted(rows):
+    v = rows[(t, length)]
+    ratios = [x[0] for x in v]
+    print("%-12s %7d B  omx/MPI %.3f (%d runs, %.3f-%.3f)  MPI %.3f us  omx %.3f us" % (t, length,
+          statistics.median(ratios), len(v), min(ratios), max(ratios),
+          statistics.median(x[1] for x in v), statistics.median(x[2] for x in v)))
+EOF

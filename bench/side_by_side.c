@@ -6,7 +6,10 @@
  * moments of the host's placement of the VM's vCPUs: that placement changes every few seconds
  * and moves a hop by 2-6x, which separate runs (bench/same_host.sh) can only sort out after the
  * fact with a probe. Here each pair of neighbouring blocks gives a ratio, omx's time over MPI's,
- * and the medians over hundreds of pairs are steady to ~2% from run to run.
+ * and each pair's MPI block says where the vCPUs were: pairs whose MPI block took at most twice
+ * the length's fastest one count as near, the others as far apart (there, a hop's cache-line
+ * transfers dominate both stacks and the ratio says little about either's software). The medians
+ * over hundreds of pairs are steady to a few percent from run to run.
  *
  *   mpirun -np 2 ... side_by_side <lengths> [block round trips [blocks]]
  * <lengths>: comma-separated message lengths in bytes (each up to 1 MiB); block: round trips a
@@ -14,8 +17,11 @@
  * The loops are omx_perf's and mpi_shm_pingpong's: omx_isend then omx_test until done, omx_irecv
  * then omx_test until done; MPI_Send then MPI_Recv. The omx endpoint is endpoint <rank> of board
  * 0 (OMX_PEERS etc. from the environment, as for any omx program).
- * Output on rank 0 (CSV): length,blocks,mpi_us,omx_us,ratio,ratio_p25,ratio_p75: the medians of
- * the blocks' half round trips (us), and the median and quartiles of the pairs' omx/MPI ratios.
+ * Output on rank 0 (CSV): length,near_pairs,mpi_us,omx_us,ratio,ratio_p25,ratio_p75,far_pairs,far_ratio:
+ * over the near pairs, the medians of the blocks' half round trips (us) and the median and
+ * quartiles of the pairs' omx/MPI ratios; then the far pairs' count and median ratio (0 if none).
+ * Before it, a line per pair: pair,length,mpi_us,omx_us (side_by_side.sh sorts the pairs of all its
+ * runs by one threshold: a run that stayed far apart throughout has no near pair of its own).
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -103,7 +109,8 @@ static void measure(int rank, char *buf, int len, long round_trips, long blocks)
 {
 	double *t = calloc((size_t)blocks, sizeof(*t)), *mpi = calloc((size_t)blocks, sizeof(*mpi));
 	double *omx = calloc((size_t)blocks, sizeof(*omx)), *ratio = calloc((size_t)blocks, sizeof(*ratio));
-	if (!t || !mpi || !omx || !ratio)
+	double *far_ratio = calloc((size_t)blocks, sizeof(*far_ratio));
+	if (!t || !mpi || !omx || !ratio || !far_ratio)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	MPI_Barrier(MPI_COMM_WORLD);
 	for (long b = -4; b < blocks; b++) {
@@ -117,26 +124,33 @@ static void measure(int rank, char *buf, int len, long round_trips, long blocks)
 			t[b] = (MPI_Wtime() - t0) * 1e6 / (2.0 * (double)round_trips);
 	}
 	if (rank == 0) {
-		long nm = 0, no = 0, np = 0;
-		for (long b = 0; b < blocks; b++) {
-			if (block_stack(b))
-				omx[no++] = t[b];
-			else
-				mpi[nm++] = t[b];
-		}
+		/* Pair j: blocks 2j and 2j+1, one of each stack. */
+		double fastest = 0;
+		for (long b = 0; b < blocks; b++)
+			if (!block_stack(b) && (fastest == 0 || t[b] < fastest))
+				fastest = t[b];
+		long near = 0, far = 0;
 		for (long b = 0; b + 1 < blocks; b += 2) {
 			double o = block_stack(b) ? t[b] : t[b + 1], m = block_stack(b) ? t[b + 1] : t[b];
-			ratio[np++] = o / m;
+			printf("pair,%d,%.4f,%.4f\n", len, m, o);
+			if (m <= 2 * fastest) {
+				mpi[near] = m;
+				omx[near] = o;
+				ratio[near++] = o / m;
+			} else {
+				far_ratio[far++] = o / m;
+			}
 		}
-		double r25 = quantile(ratio, np, 1, 4), r50 = quantile(ratio, np, 1, 2), r75 = quantile(ratio, np, 3, 4);
-		printf("%d,%ld,%.4f,%.4f,%.3f,%.3f,%.3f\n", len, blocks, quantile(mpi, nm, 1, 2), quantile(omx, no, 1, 2),
-		       r50, r25, r75);
+		double r25 = quantile(ratio, near, 1, 4), r50 = quantile(ratio, near, 1, 2), r75 = quantile(ratio, near, 3, 4);
+		printf("%d,%ld,%.4f,%.4f,%.3f,%.3f,%.3f,%ld,%.3f\n", len, near, quantile(mpi, near, 1, 2),
+		       quantile(omx, near, 1, 2), r50, r25, r75, far, far ? quantile(far_ratio, far, 1, 2) : 0.0);
 		fflush(stdout);
 	}
 	free(t);
 	free(mpi);
 	free(omx);
 	free(ratio);
+	free(far_ratio);
 }
 
 int main(int argc, char **argv)
@@ -172,7 +186,7 @@ int main(int argc, char **argv)
 	 * is answered (without the progress thread nothing else would answer it). */
 	omx_block(rank, buf, 0, 1);
 	if (rank == 0)
-		printf("length,blocks,mpi_us,omx_us,ratio,ratio_p25,ratio_p75\n");
+		printf("length,near_pairs,mpi_us,omx_us,ratio,ratio_p25,ratio_p75,far_pairs,far_ratio\n");
 	for (char *s = argv[1], *end; *s; s = *end ? end + 1 : end) {
 		unsigned long len = strtoul(s, &end, 0);
 		if (end == s || len > MAX_LENGTH) {

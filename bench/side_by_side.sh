@@ -12,13 +12,12 @@
 # btl vader,self with btl_vader_single_copy_mechanism cma / none, or "ucx" (pml ucx,
 # UCX_TLS=sm,self); MTU [9000]; any OMX_* variable is passed to both ranks (the progress thread
 # stays on by default, as for any omx program).
-# Output: each run's CSV lines on stderr (with the run's placement probe), then one line per
-# (transport, length, placement): the median over the runs of each run's median omx/MPI ratio
-# (< 1: omx is faster), the runs' range, and the medians of MPI's and omx's half round trips (us).
-# Placement: a probe before and after each run (bench/lib_quiet.sh: a shared flag's half round
-# trip between CPU 0 and 1) says whether the host had the two vCPUs near each other ("near":
-# within 3x the lowest probe of the invocation) or far apart, as in bench/same_host.sh; the ratio
-# differs between the two (far apart, a hop's cache-line transfers dominate both stacks).
+# Output: each run's per-length CSV lines on stderr (side_by_side.c), then one line per
+# (transport, length) over the pairs of blocks of all runs: those whose MPI block took at most
+# twice the fastest one of any run are near (the host had the two vCPUs close), the others far
+# apart; for each kind, the median omx/MPI ratio (< 1: omx is faster), its quartiles, the pairs'
+# count, and the medians of MPI's and omx's half round trips (us). Far apart, both stacks are bound
+# by the hop's cache-line transfers.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
@@ -36,9 +35,6 @@ omx_at_exit "rm -rf $TMP"
 omx_netns_setup 2 "${MTU:-9000}" >/dev/null || exit 1
 omx_netns_peers_file "$TMP/peers"
 mkdir -p "$TMP/lock"
-# shellcheck source=lib_quiet.sh
-source "$HERE/lib_quiet.sh" # placement_probe, placement_of
-LP=$BUILD/bench/local_pingpong
 PROG=$TMP/side_by_side
 mpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$SRC/include" -o "$PROG" "$HERE/side_by_side.c" \
 	-L"$BUILD/src" -lopen-mx -Wl,-rpath,"$BUILD/src" || exit 1
@@ -53,30 +49,33 @@ for ((r = 0; r < RUNS; r++)); do
 			-x UCX_TLS=sm,self -x UCX_WARN_UNUSED_ENV_VARS=n) ;;
 		*) echo "side_by_side: unknown transport $t" >&2; exit 2 ;;
 		esac
-		p0=$(placement_probe "$LP")
 		omx_host_exec 0 env OMX_PEERS="$OMX_PEERS" OMX_IFACES="$OMX_IFACES" OMX_LOCK_DIR="$OMX_LOCK_DIR" \
 			timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" "${xs[@]}" \
 			-np 1 taskset -c 0 "$PROG" "$LENGTHS" "$BLOCK" "$BLOCKS" : \
 			-np 1 taskset -c 1 "$PROG" "$LENGTHS" "$BLOCK" "$BLOCKS" 2>/dev/null |
-			grep -E '^[0-9]+,' >"$TMP/run.csv"
-		p=$(placement_of "$p0" "$(placement_probe "$LP")")
-		sed "s/^/$t,$r,/; s/\$/,${p:-0}/" "$TMP/run.csv" | tee -a "$TMP/all.csv" >&2
+			grep -E '^(pair,)?[0-9]+,' | sed "s/^/$t,$r,/" >"$TMP/run.csv"
+		grep -v ',pair,' "$TMP/run.csv" >&2
+		grep ',pair,' "$TMP/run.csv" >>"$TMP/all.csv"
 	done
 done
 [ -s "$TMP/all.csv" ] || { echo "side_by_side: no results" >&2; exit 1; }
 python3 - "$TMP/all.csv" <<'EOF'
 import sys, statistics, collections
-lines = [l.strip().split(",") for l in open(sys.argv[1])]
-probes = [float(l[9]) for l in lines if float(l[9]) > 0]
-near = 3 * min(probes) if probes else 0
-rows = collections.defaultdict(list)
-for t, r, length, blocks, mpi, omx, ratio, r25, r75, probe in lines:
-    place = "unknown" if not near or float(probe) <= 0 else "near" if float(probe) <= near else "far"
-    rows[(t, int(length), place)].append((float(ratio), float(mpi), float(omx)))
-for (t, length, place) in sorted(rows):
-    v = rows[(t, length, place)]
-    ratios = [x[0] for x in v]
-    print("%-12s %7d B  %-4s  omx/MPI %.3f (%d runs, %.3f-%.3f)  MPI %.3f us  omx %.3f us" % (t, length, place,
-          statistics.median(ratios), len(v), min(ratios), max(ratios),
-          statistics.median(x[1] for x in v), statistics.median(x[2] for x in v)))
+pairs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    t, r, _, length, mpi, omx = line.strip().split(",")
+    pairs[(t, int(length))].append((float(mpi), float(omx)))
+def q(v, f):
+    v = sorted(v)
+    return v[int(len(v) * f)]
+for (t, length) in sorted(pairs):
+    v = pairs[(t, length)]
+    fastest = min(m for m, o in v)
+    for kind, sel in (("near", [x for x in v if x[0] <= 2 * fastest]), ("far", [x for x in v if x[0] > 2 * fastest])):
+        if not sel:
+            continue
+        ratios = [o / m for m, o in sel]
+        print("%-12s %7d B  %-4s omx/MPI %.3f [%.3f-%.3f] (%5d pairs)  MPI %.3f us  omx %.3f us" % (t, length, kind,
+              q(ratios, 0.5), q(ratios, 0.25), q(ratios, 0.75), len(sel), q([m for m, o in sel], 0.5),
+              q([o for m, o in sel], 0.5)))
 EOF

@@ -20,14 +20,18 @@
  * Output on rank 0 (CSV): length,near_pairs,mpi_us,omx_us,ratio,ratio_p25,ratio_p75,far_pairs,far_ratio:
  * over the near pairs, the medians of the blocks' half round trips (us) and the median and
  * quartiles of the pairs' omx/MPI ratios; then the far pairs' count and median ratio (0 if none).
- * Before it, a line per pair: pair,length,mpi_us,omx_us (side_by_side.sh sorts the pairs of all its
- * runs by one threshold: a run that stayed far apart throughout has no near pair of its own).
+ * Before it, a line per pair: pair,length,mpi_us,omx_us,probe_us, the last a shared flag's half
+ * round trip measured right before the pair (side_by_side.sh sorts the pairs of all its runs and
+ * transports by it: a run that stayed far apart throughout has no near pair of its own).
  */
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "open-mx.h"
 
@@ -37,6 +41,54 @@
 
 static omx_endpoint_t ep;
 static omx_endpoint_addr_t peer;
+
+/* The placement probe: a shared flag's ping-pong (bench/local_pingpong's "shm" floor) between the
+ * two ranks, a short one before each pair of blocks, so that each pair says where the vCPUs were
+ * in the same terms for every transport. */
+#define PROBE_ROUND_TRIPS 200
+static volatile uint64_t *flag; /* [0]: rank 0 -> 1, [8]: rank 1 -> 0 (another line) */
+
+static void map_flag(int rank)
+{
+	char path[64];
+	int pid = (int)getpid();
+	MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	snprintf(path, sizeof(path), "/dev/shm/omx-side-by-side-%d", pid);
+	int fd = rank == 0 ? open(path, O_RDWR | O_CREAT | O_EXCL, 0600) : -1;
+	if (rank == 0 && (fd < 0 || ftruncate(fd, 4096) < 0))
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank != 0 && (fd = open(path, O_RDWR)) < 0)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 0)
+		unlink(path);
+	if (m == MAP_FAILED)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	flag = m;
+}
+
+/* Half round trips in us. Counts go on from call to call: each side's last seen value is kept. */
+static double probe(int rank)
+{
+	static uint64_t n;
+	double t0 = MPI_Wtime();
+	for (int i = 0; i < PROBE_ROUND_TRIPS; i++) {
+		n++;
+		if (rank == 0) {
+			__atomic_store_n(&flag[0], n, __ATOMIC_RELEASE);
+			while (__atomic_load_n(&flag[8], __ATOMIC_ACQUIRE) != n)
+				;
+		} else {
+			while (__atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) != n)
+				;
+			__atomic_store_n(&flag[8], n, __ATOMIC_RELEASE);
+		}
+	}
+	return (MPI_Wtime() - t0) * 1e6 / (2.0 * PROBE_ROUND_TRIPS);
+}
 
 static void check(const char *what, omx_return_t r)
 {
@@ -109,12 +161,14 @@ static void measure(int rank, char *buf, int len, long round_trips, long blocks)
 {
 	double *t = calloc((size_t)blocks, sizeof(*t)), *mpi = calloc((size_t)blocks, sizeof(*mpi));
 	double *omx = calloc((size_t)blocks, sizeof(*omx)), *ratio = calloc((size_t)blocks, sizeof(*ratio));
-	double *far_ratio = calloc((size_t)blocks, sizeof(*far_ratio));
-	if (!t || !mpi || !omx || !ratio || !far_ratio)
+	double *far_ratio = calloc((size_t)blocks, sizeof(*far_ratio)), *pr = calloc((size_t)blocks, sizeof(*pr));
+	if (!t || !mpi || !omx || !ratio || !far_ratio || !pr)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	MPI_Barrier(MPI_COMM_WORLD);
 	for (long b = -4; b < blocks; b++) {
 		int stack = block_stack(b < 0 ? b + 4 : b);
+		if (b >= 0 && b % 2 == 0)
+			pr[b / 2] = probe(rank);
 		double t0 = MPI_Wtime();
 		if (stack)
 			omx_block(rank, buf, len, round_trips);
@@ -132,7 +186,7 @@ static void measure(int rank, char *buf, int len, long round_trips, long blocks)
 		long near = 0, far = 0;
 		for (long b = 0; b + 1 < blocks; b += 2) {
 			double o = block_stack(b) ? t[b] : t[b + 1], m = block_stack(b) ? t[b + 1] : t[b];
-			printf("pair,%d,%.4f,%.4f\n", len, m, o);
+			printf("pair,%d,%.4f,%.4f,%.4f\n", len, m, o, pr[b / 2]);
 			if (m <= 2 * fastest) {
 				mpi[near] = m;
 				omx[near] = o;
@@ -151,6 +205,7 @@ static void measure(int rank, char *buf, int len, long round_trips, long blocks)
 	free(omx);
 	free(ratio);
 	free(far_ratio);
+	free(pr);
 }
 
 int main(int argc, char **argv)
@@ -170,6 +225,7 @@ int main(int argc, char **argv)
 	check("omx_init", omx_init());
 	check("board 0", omx_board_number_to_nic_id(0, &nic));
 	check("omx_open_endpoint", omx_open_endpoint(0, (uint32_t)rank, KEY, NULL, 0, &ep));
+	map_flag(rank);
 	MPI_Barrier(MPI_COMM_WORLD); /* both endpoints open before either connects */
 	omx_request_t req;
 	omx_status_t st;

@@ -13,11 +13,13 @@
 # UCX_TLS=sm,self); MTU [9000]; any OMX_* variable is passed to both ranks (the progress thread
 # stays on by default, as for any omx program).
 # Output: each run's per-length CSV lines on stderr (side_by_side.c), then one line per
-# (transport, length) over the pairs of blocks of all runs: those whose MPI block took at most
-# twice the fastest one of any run are near (the host had the two vCPUs close), the others far
-# apart; for each kind, the median omx/MPI ratio (< 1: omx is faster), its quartiles, the pairs'
-# count, and the medians of MPI's and omx's half round trips (us). Far apart, both stacks are bound
-# by the hop's cache-line transfers.
+# (transport, length, placement) over the pairs of blocks of all runs, sorted by the shared-flag
+# probe taken right before each pair, against the lowest probe of the invocation: up to 1.4x
+# "nearest", up to 3x "near", beyond "far" (the host puts the two vCPUs on one core's two threads,
+# on two cores, or far apart, for seconds at a time: a flag's hop then reads ~0.03, ~0.05 or
+# ~0.25 us here). For each: the median omx/MPI ratio (< 1: omx is faster), its quartiles, the
+# pairs' count, and the medians of the probe's, MPI's and omx's half round trips (us). The nearer
+# the vCPUs, the more of a hop is software.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
@@ -63,19 +65,20 @@ python3 - "$TMP/all.csv" <<'EOF'
 import sys, statistics, collections
 pairs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    t, r, _, length, mpi, omx = line.strip().split(",")
-    pairs[(t, int(length))].append((float(mpi), float(omx)))
+    t, r, _, length, mpi, omx, probe = line.strip().split(",")
+    pairs[(t, int(length))].append((float(mpi), float(omx), float(probe)))
 def q(v, f):
     v = sorted(v)
     return v[int(len(v) * f)]
+lowest = min(x[2] for v in pairs.values() for x in v)
 for (t, length) in sorted(pairs):
     v = pairs[(t, length)]
-    fastest = min(m for m, o in v)
-    for kind, sel in (("near", [x for x in v if x[0] <= 2 * fastest]), ("far", [x for x in v if x[0] > 2 * fastest])):
+    for kind, lo, hi in (("nearest", 0, 1.4), ("near", 1.4, 3), ("far", 3, float("inf"))):
+        sel = [x for x in v if lo * lowest < x[2] <= hi * lowest]
         if not sel:
             continue
-        ratios = [o / m for m, o in sel]
-        print("%-12s %7d B  %-4s omx/MPI %.3f [%.3f-%.3f] (%5d pairs)  MPI %.3f us  omx %.3f us" % (t, length, kind,
-              q(ratios, 0.5), q(ratios, 0.25), q(ratios, 0.75), len(sel), q([m for m, o in sel], 0.5),
-              q([o for m, o in sel], 0.5)))
+        ratios = [o / m for m, o, p in sel]
+        print("%-12s %7d B  %-7s omx/MPI %.3f [%.3f-%.3f] (%5d pairs)  flag %.3f  MPI %.3f  omx %.3f us" % (t, length,
+              kind, q(ratios, 0.5), q(ratios, 0.25), q(ratios, 0.75), len(sel), q([x[2] for x in sel], 0.5),
+              q([x[0] for x in sel], 0.5), q([x[1] for x in sel], 0.5)))
 EOF

@@ -12,6 +12,7 @@
  * The seed corpus (corpus/recv) is recorded from real traffic B -> A of every message class:
  *   fuzz_replay_recv --record DIR     (tests/fuzz/CMakeLists.txt)
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,14 +52,35 @@ static int wait_req(omx_endpoint_t ep, omx_request_t *r, omx_status_t *st, int r
 	return 0;
 }
 
+static char lock_dir[] = "/tmp/omx-fuzz-XXXXXX";
+
+/* The lock directory (endpoint locks, counter files) is this process's alone: emptied and removed
+ * at exit. Every fuzzing and replay run used to leave one behind in /tmp. */
+static void remove_lock_dir(void)
+{
+	char path[sizeof(lock_dir) + 256];
+	DIR *d = opendir(lock_dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", lock_dir, e->d_name);
+			(void)unlink(path);
+		}
+	}
+	closedir(d);
+	(void)rmdir(lock_dir);
+}
+
 static void init_once(void)
 {
-	static char dir[] = "/tmp/omx-fuzz-XXXXXX";
 	if (hub)
 		return;
-	if (!mkdtemp(dir))
+	if (!mkdtemp(lock_dir))
 		abort();
-	setenv("OMX_LOCK_DIR", dir, 1);
+	atexit(remove_lock_dir);
+	setenv("OMX_LOCK_DIR", lock_dir, 1);
 	setenv("OMX_IFACES", "mem0,mem1", 1);
 	setenv("OMX_HOSTNAME", "fuzz", 1);
 	setenv("OMX_PROGRESS_THREAD", "0", 1);

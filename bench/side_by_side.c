@@ -6,10 +6,9 @@
  * moments of the host's placement of the VM's vCPUs: that placement changes every few seconds
  * and moves a hop by 2-6x, which separate runs (bench/same_host.sh) can only sort out after the
  * fact with a probe. Here each pair of neighbouring blocks gives a ratio, omx's time over MPI's,
- * and each pair's MPI block says where the vCPUs were: pairs whose MPI block took at most twice
- * the length's fastest one count as near, the others as far apart (there, a hop's cache-line
- * transfers dominate both stacks and the ratio says little about either's software). The medians
- * over hundreds of pairs are steady to a few percent from run to run.
+ * and a shared flag's ping-pong right before the pair says where the vCPUs were (side_by_side.sh
+ * sorts the pairs by it). Within one placement the medians over hundreds of pairs are steady to a
+ * few percent from run to run.
  *
  *   mpirun -np 2 ... side_by_side <lengths> [block round trips [blocks]]
  * <lengths>: comma-separated message lengths in bytes (each up to 1 MiB); block: round trips a
@@ -17,12 +16,10 @@
  * The loops are omx_perf's and mpi_shm_pingpong's: omx_isend then omx_test until done, omx_irecv
  * then omx_test until done; MPI_Send then MPI_Recv. The omx endpoint is endpoint <rank> of board
  * 0 (OMX_PEERS etc. from the environment, as for any omx program).
- * Output on rank 0 (CSV): length,near_pairs,mpi_us,omx_us,ratio,ratio_p25,ratio_p75,far_pairs,far_ratio:
- * over the near pairs, the medians of the blocks' half round trips (us) and the median and
- * quartiles of the pairs' omx/MPI ratios; then the far pairs' count and median ratio (0 if none).
- * Before it, a line per pair: pair,length,mpi_us,omx_us,probe_us, the last a shared flag's half
- * round trip measured right before the pair (side_by_side.sh sorts the pairs of all its runs and
- * transports by it: a run that stayed far apart throughout has no near pair of its own).
+ * Output on rank 0 (CSV), per length: a line per pair, pair,length,mpi_us,omx_us,probe_us (the
+ * blocks' half round trips and the flag's, all us); then length,pairs,mpi_us,omx_us,probe_us,
+ * ratio,ratio_p25,ratio_p75: medians over all the pairs, whatever their placement, and the
+ * quartiles of the omx/MPI ratios.
  */
 #include <fcntl.h>
 #include <mpi.h>
@@ -161,8 +158,8 @@ static void measure(int rank, char *sbuf, char *rbuf, int len, long round_trips,
 {
 	double *t = calloc((size_t)blocks, sizeof(*t)), *mpi = calloc((size_t)blocks, sizeof(*mpi));
 	double *omx = calloc((size_t)blocks, sizeof(*omx)), *ratio = calloc((size_t)blocks, sizeof(*ratio));
-	double *far_ratio = calloc((size_t)blocks, sizeof(*far_ratio)), *pr = calloc((size_t)blocks, sizeof(*pr));
-	if (!t || !mpi || !omx || !ratio || !far_ratio || !pr)
+	double *pr = calloc((size_t)blocks, sizeof(*pr));
+	if (!t || !mpi || !omx || !ratio || !pr)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	MPI_Barrier(MPI_COMM_WORLD);
 	for (long b = -4; b < blocks; b++) {
@@ -179,32 +176,22 @@ static void measure(int rank, char *sbuf, char *rbuf, int len, long round_trips,
 	}
 	if (rank == 0) {
 		/* Pair j: blocks 2j and 2j+1, one of each stack. */
-		double fastest = 0;
-		for (long b = 0; b < blocks; b++)
-			if (!block_stack(b) && (fastest == 0 || t[b] < fastest))
-				fastest = t[b];
-		long near = 0, far = 0;
-		for (long b = 0; b + 1 < blocks; b += 2) {
-			double o = block_stack(b) ? t[b] : t[b + 1], m = block_stack(b) ? t[b + 1] : t[b];
-			printf("pair,%d,%.4f,%.4f,%.4f\n", len, m, o, pr[b / 2]);
-			if (m <= 2 * fastest) {
-				mpi[near] = m;
-				omx[near] = o;
-				ratio[near++] = o / m;
-			} else {
-				far_ratio[far++] = o / m;
-			}
+		long np = 0;
+		for (long b = 0; b + 1 < blocks; b += 2, np++) {
+			omx[np] = block_stack(b) ? t[b] : t[b + 1];
+			mpi[np] = block_stack(b) ? t[b + 1] : t[b];
+			ratio[np] = omx[np] / mpi[np];
+			printf("pair,%d,%.4f,%.4f,%.4f\n", len, mpi[np], omx[np], pr[np]);
 		}
-		double r25 = quantile(ratio, near, 1, 4), r50 = quantile(ratio, near, 1, 2), r75 = quantile(ratio, near, 3, 4);
-		printf("%d,%ld,%.4f,%.4f,%.3f,%.3f,%.3f,%ld,%.3f\n", len, near, quantile(mpi, near, 1, 2),
-		       quantile(omx, near, 1, 2), r50, r25, r75, far, far ? quantile(far_ratio, far, 1, 2) : 0.0);
+		double r25 = quantile(ratio, np, 1, 4), r50 = quantile(ratio, np, 1, 2), r75 = quantile(ratio, np, 3, 4);
+		printf("%d,%ld,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f\n", len, np, quantile(mpi, np, 1, 2), quantile(omx, np, 1, 2),
+		       quantile(pr, np, 1, 2), r50, r25, r75);
 		fflush(stdout);
 	}
 	free(t);
 	free(mpi);
 	free(omx);
 	free(ratio);
-	free(far_ratio);
 	free(pr);
 }
 
@@ -246,7 +233,7 @@ int main(int argc, char **argv)
 	 * is answered (without the progress thread nothing else would answer it). */
 	omx_block(rank, sbuf, rbuf, 0, 1);
 	if (rank == 0)
-		printf("length,near_pairs,mpi_us,omx_us,ratio,ratio_p25,ratio_p75,far_pairs,far_ratio\n");
+		printf("length,pairs,mpi_us,omx_us,probe_us,ratio,ratio_p25,ratio_p75\n");
 	for (char *s = argv[1], *end; *s; s = *end ? end + 1 : end) {
 		unsigned long len = strtoul(s, &end, 0);
 		if (end == s || len > MAX_LENGTH) {

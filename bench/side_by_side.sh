@@ -55,8 +55,7 @@ for ((r = 0; r < RUNS; r++)); do
 			-x UCX_TLS=sm,self -x UCX_WARN_UNUSED_ENV_VARS=n) ;;
 		*) echo "side_by_side: unknown transport $t" >&2; exit 2 ;;
 		esac
-		omx_host_exec 0 env OMX_PEERS="$OMX_PEERS" OMX_IFACES="$OMX_IFACES" OMX_LOCK_DIR="$OMX_LOCK_DIR" \
-			timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" "${xs[@]}" \
+		omx_host_exec 0 timeout 600 mpirun --allow-run-as-root --bind-to none "${mca[@]}" "${xs[@]}" \
 			-np 1 taskset -c 0 "$PROG" "$LENGTHS" "$BLOCK" "$BLOCKS" : \
 			-np 1 taskset -c 1 "$PROG" "$LENGTHS" "$BLOCK" "$BLOCKS" 2>/dev/null |
 			grep -E '^(pair,)?[0-9]+,' | sed "s/^/$t,$r,/" >"$TMP/run.csv"
@@ -66,7 +65,7 @@ for ((r = 0; r < RUNS; r++)); do
 done
 [ -s "$TMP/all.csv" ] || { echo "side_by_side: no results" >&2; exit 1; }
 python3 - "$TMP/all.csv" <<'EOF'
-import sys, statistics, collections
+import sys, collections
 pairs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     t, r, _, length, mpi, omx, probe = line.strip().split(",")

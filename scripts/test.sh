@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - the project's test command (README): installs what is missing, builds the three
-# configurations (plain, ASan+UBSan, TSan) and runs their tests, then a bounded fuzzing run.
+# configurations (plain, ASan+UBSan, TSan) and runs their tests, then a bounded fuzzing run. The
+# hop-trace build (bench/hop_segments.sh) is only compiled, so that its marks keep building.
 #   scripts/test.sh            everything (root needed: network namespaces)
 #   OMX_FUZZ_SECONDS=60        fuzzing time (0 to skip)
 set -uo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
 fail=0
 run() { echo "=== $*"; "$@" || fail=1; }
-run scripts/build.sh default asan tsan
+run scripts/build.sh default asan tsan trace
 [ $fail = 0 ] || { echo "build failed"; exit 1; }
 # plain build: every test
 run ctest --test-dir build --output-on-failure -j1

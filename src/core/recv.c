@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/hop_trace.h"
 #include "shm/shm.h"
 #include "core/counters.h"
 #include "omx_unexp_reserve.h"
@@ -804,6 +805,7 @@ int omx__recv_local_fast(struct omx_endpoint *ep)
 	struct omx_pkt pkt;
 	if (!f)
 		return -1;
+	omx_hop_mark(OMX_HOP_SEEN);
 	if (!omx_wire_decode_eager(f, len, &pkt) && !omx_wire_decode_medium_whole(&ep->wp_local, f, len, &pkt))
 		return 0;
 	/* No clock read: the coarse clock's vDSO read is ~5 ns here, on the critical path of every
@@ -814,5 +816,6 @@ int omx__recv_local_fast(struct omx_endpoint *ep)
 	if (!recv_eager_in_order(ep, &pkt))
 		return 0;
 	omx_shm_ring_take(ep->own_ring);
+	omx_hop_mark(OMX_HOP_DELIVERED);
 	return 1;
 }

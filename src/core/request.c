@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/hop_trace.h"
 #include "shm/shm.h"
 
 /* Freed requests are kept on a short per-endpoint list (every message takes one or two, and
@@ -308,6 +309,8 @@ omx_return_t omx_test(omx_endpoint_t ep, omx_request_t *request, omx_status_t *s
 		*result = 1;
 	}
 	omx__epunlock(&ep->lock);
+	if (*result)
+		omx_hop_mark(OMX_HOP_COLLECTED);
 	return OMX_SUCCESS;
 }
 

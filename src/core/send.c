@@ -7,6 +7,7 @@
 
 #include "core/core.h"
 #include "core/counters.h"
+#include "core/hop_trace.h"
 
 uint16_t omx__piggyack(struct omx_partner *p)
 {
@@ -832,6 +833,7 @@ omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint
 			    uint64_t match, void *context, omx_request_t *request, int synchronous)
 {
 	omx_return_t ret;
+	omx_hop_mark(OMX_HOP_SEND);
 	OMX_CHECK_EP(ep);
 	omx__eplock(&ep->lock);
 	struct omx_partner *p = omx__partner_from_addr(ep, &dest);

@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "core/counters.h"
+#include "core/hop_trace.h"
 
 /* Is this MAC one of our boards (a same-host destination)? */
 int omx__is_local_mac(const uint8_t mac[6])
@@ -151,6 +152,8 @@ static inline __attribute__((always_inline)) void send_partner_frame(struct omx_
 			       const struct iovec *iov, unsigned iovcnt, uint32_t len, int counter)
 {
 	int r = omx_net_local_send_routed(ep->local, &p->route, p->mac, p->endpoint_index, iov, iovcnt);
+	if (!r && ptype != OMX_PT_RNDV && ptype != OMX_PT_NOTIFY)
+		omx_hop_mark(OMX_HOP_PUBLISHED);
 	struct omx_pkt pkt;
 	if (r) {
 		memset(&pkt, 0, sizeof(pkt));

@@ -14,7 +14,9 @@ Each segment includes one mark's own cost (the marks are rdtsc reads). Only hops
 all five steps in this order count: a message taken by a progress pass's general poll of the ring
 (it arrived while the pass ran) has no SEEN mark. Printed: the hops counted of all messages, and per segment the mean of its fastest 90% and the median, in ns. The time stamp counter must
 be synchronised across the CPUs: a hop whose receiver saw the frame before it was published
-counts as skewed and is left out (their count is printed)."""
+counts as skewed and is left out (their count is printed). Last, over every answer (a
+publication to the other process's next one, whatever call took the message, up to 20 us): mean,
+median, 99th percentile, and what the answers slower than twice the median add to the mean."""
 import struct
 import sys
 import os
@@ -73,11 +75,27 @@ def main():
                     seg["hop"].append((t - h["pub"]) / rate)
         if step == PUBLISHED:
             published[proc] = t
+    # Every answer, whatever call took its message: the tail the five-step hops leave out.
+    answers = []
+    last = None
+    for t, proc, step in events:
+        if step == PUBLISHED:
+            if last and last[1] != proc and t - last[0] < 20000 * rate:  # longer: between blocks
+                answers.append((t - last[0]) / rate)
+            last = (t, proc)
     n = len(seg["hop"])
     print("hops %d of %d messages published (the others were taken by a pass's general poll, or"
           " their receive or answer took another call; out of order: %d)" % (n, messages, skewed))
     if not n:
         return
+    if answers:
+        answers.sort()
+        med = answers[len(answers) // 2]
+        slow = [a for a in answers if a > 2 * med]
+        print("all %d answers (publication to publication): mean %.1f ns, median %.1f, 99th percentile %.1f;"
+              " %.2f%% above twice the median add %.1f ns to the mean" % (len(answers), sum(answers) / len(answers),
+              med, answers[int(len(answers) * 0.99)], 100.0 * len(slow) / len(answers),
+              (sum(slow) - med * len(slow)) / len(answers)))
     for name in NAMES:
         v = sorted(seg[name])
         fast = v[: max(1, int(len(v) * 0.9))]

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "hot_path.h"
 
 static void partner_init_state(struct omx_partner *p)
 {
@@ -73,7 +74,7 @@ void omx__partner_to_addr(const struct omx_partner *p, omx_endpoint_addr_t *addr
 			((uint64_t)p->endpoint_index << 8) | (p->gen & 0xFF);
 }
 
-struct omx_partner *omx__partner_from_addr(struct omx_endpoint *ep, const omx_endpoint_addr_t *addr)
+OMX_HOT_PATH struct omx_partner *omx__partner_from_addr(struct omx_endpoint *ep, const omx_endpoint_addr_t *addr)
 {
 	uint32_t peer = (uint32_t)(addr->data[1] >> 16) & 0xFFFF;
 	uint32_t e = (uint32_t)(addr->data[1] >> 8) & 0xFF;

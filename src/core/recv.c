@@ -12,6 +12,7 @@
 #include "shm/shm.h"
 #include "core/counters.h"
 #include "omx_unexp_reserve.h"
+#include "hot_path.h"
 
 #define OMX_EARLY_FRAMES_MAX 1024 /* per partner; beyond, frames are dropped and retransmitted */
 
@@ -117,7 +118,7 @@ static void update_complete_seq(struct omx_partner *p)
 }
 
 /* A message became fully received: ack now or later (wire.md 7.3). */
-static void message_received(struct omx_partner *p)
+static OMX_HOT_PATH void message_received(struct omx_partner *p)
 {
 	update_complete_seq(p);
 	uint16_t unacked = omx_seq_diff(p->next_complete_seq, p->last_acked_recv_seq);
@@ -185,7 +186,7 @@ static uint32_t pkt_msg_length(const struct omx_pkt *pkt)
 }
 
 /* First packet of a message (in sequence): fill r (posted receive or new unexpected). */
-static void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union omx_request *r,
+static OMX_HOT_PATH void deliver_first(struct omx_endpoint *ep, struct omx_partner *p, union omx_request *r,
 			  const struct omx_pkt *pkt, int unexpected, union omx_request **start)
 {
 	uint32_t len = pkt_msg_length(pkt);
@@ -568,7 +569,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 /* ---- per-type entry points ---- */
 
 /* Head peer index must name a present peer whose MAC is the frame's source (wire.md 3). */
-static struct omx_partner *find_sender(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)
+static OMX_HOT_PATH struct omx_partner *find_sender(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)
 {
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
 	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0)
@@ -710,7 +711,7 @@ void omx__recv_frame_local(void *arg, const uint8_t *frame, size_t len)
  * message cost ~1180 instructions more than a 128 B one, 0.70 against 0.43 us a message in
  * bench/self_pingpong (docs/performance.md).
  */
-static int recv_eager_in_order(struct omx_endpoint *ep, const struct omx_pkt *pkt)
+static OMX_HOT_PATH int recv_eager_in_order(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 {
 	const struct omx_pkt_msg *m = &pkt->u.msg;
 	if (m->dst_endpoint != ep->endpoint_index || m->session != ep->session || ep->refusing)
@@ -798,7 +799,7 @@ static void recv_frame(struct omx_endpoint *ep, const struct omx_wire_params *wp
  * (bench/self_pingpong). The frame stays in the ring, for the pass, whenever it is not an eager
  * message in sequence.
  */
-int omx__recv_local_fast(struct omx_endpoint *ep)
+OMX_HOT_PATH int omx__recv_local_fast(struct omx_endpoint *ep)
 {
 	uint32_t len;
 	const uint8_t *f = ep->own_ring ? omx_shm_ring_peek(ep->own_ring, &len) : NULL;

@@ -5,6 +5,7 @@
  */
 #include "core/core.h"
 #include "omx_unexp_reserve.h"
+#include "hot_path.h"
 
 /* A matching unexpected message becomes the application's request. */
 static void take_unexpected(struct omx_endpoint *ep, union omx_request *u)
@@ -49,7 +50,7 @@ static void recv_own(union omx_request *r, uint64_t match, uint64_t mask, void *
 		*request = r;
 }
 
-omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
+OMX_HOT_PATH omx_return_t omx__post_recv(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, uint64_t match,
 			    uint64_t mask, void *context, omx_request_t *request)
 {
 	OMX_CHECK_EP(ep);

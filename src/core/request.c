@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/hop_trace.h"
 #include "shm/shm.h"
+#include "hot_path.h"
 
 /* Freed requests are kept on a short per-endpoint list (every message takes one or two, and
  * malloc/free was a visible part of a same-host round trip); not under AddressSanitizer, which
@@ -270,7 +271,7 @@ void omx__copy_from_segs(const omx_seg_t *segs, uint32_t nseg, uint32_t offset, 
 
 /* ---- collecting completions ---- */
 
-static void collect(union omx_request *r, omx_status_t *status)
+static OMX_HOT_PATH void collect(union omx_request *r, omx_status_t *status)
 {
 	struct omx_endpoint *ep = r->s.ep;
 	if (status)

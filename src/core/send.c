@@ -8,8 +8,9 @@
 #include "core/core.h"
 #include "core/counters.h"
 #include "core/hop_trace.h"
+#include "hot_path.h"
 
-uint16_t omx__piggyack(struct omx_partner *p)
+OMX_HOT_PATH uint16_t omx__piggyack(struct omx_partner *p)
 {
 	uint16_t a = p->next_complete_seq;
 	p->last_acked_recv_seq = a;
@@ -392,7 +393,7 @@ void omx__ack_received(struct omx_partner *p, uint16_t ack)
  * one now: a ping-pong's next message often comes before a pass took the last one's ack, and
  * taking it then put ~50 instructions between that message and its answer.
  */
-void omx__ack_defer(struct omx_partner *p, uint16_t ack)
+OMX_HOT_PATH void omx__ack_defer(struct omx_partner *p, uint16_t ack)
 {
 	if (omx_list_linked(&p->ack_deferred_elt)) {
 		if (ack_newly(p, ack) > ack_newly(p, p->ack_deferred_seq))
@@ -708,7 +709,7 @@ static uint32_t eager_local_len(struct omx_partner *p, const omx_seg_t *segs, ui
 	return local_send_open(p) ? len : UINT32_MAX;
 }
 
-static omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs,
+static OMX_HOT_PATH omx_return_t post_send_eager_local(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs,
 					  uint32_t nseg, uint32_t len, omx_endpoint_addr_t dest, uint64_t match,
 					  void *context, omx_request_t *request)
 {
@@ -829,7 +830,7 @@ static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_p
 	return OMX_SUCCESS;
 }
 
-omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, omx_endpoint_addr_t dest,
+OMX_HOT_PATH omx_return_t omx__post_send(struct omx_endpoint *ep, const omx_seg_t *segs, uint32_t nseg, omx_endpoint_addr_t dest,
 			    uint64_t match, void *context, omx_request_t *request, int synchronous)
 {
 	omx_return_t ret;

@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/counters.h"
 #include "core/hop_trace.h"
+#include "hot_path.h"
 
 /* Is this MAC one of our boards (a same-host destination)? */
 int omx__is_local_mac(const uint8_t mac[6])
@@ -168,7 +169,7 @@ static inline __attribute__((always_inline)) void send_partner_frame(struct omx_
 	sent(ep, &pkt, 1, r, counter);
 }
 
-void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
+OMX_HOT_PATH void omx__send_eager_partner(struct omx_endpoint *ep, struct omx_partner *p, uint8_t ptype, uint16_t seq, uint64_t match,
 			     const void *payload, uint32_t len, int counter)
 {
 	size_t n = omx_wire_encode_eager_from(partner_template(ep, p), ptype, seq, omx__piggyack(p), match, payload, len,

@@ -16,6 +16,7 @@
 
 #include "core/core.h"
 #include "core/counters.h"
+#include "hot_path.h"
 
 /* ---- progression ---- */
 
@@ -124,7 +125,7 @@ timers_done:
 		omx__acks_deferred_take(ep);
 }
 
-void omx__progress_fast(struct omx_endpoint *ep)
+OMX_HOT_PATH void omx__progress_fast(struct omx_endpoint *ep)
 {
 	if (ep->progression_disabled || ep->in_handler)
 		return;

@@ -25,6 +25,7 @@
 #include "net/net.h"
 #include "shm/shm.h"
 #include "wire/wire.h"
+#include "hot_path.h"
 
 #define LOCAL_FRAME_MAX (65535 + 64)
 #define PEER_RINGS 64
@@ -208,7 +209,7 @@ static inline struct peer_ring *route_peer(struct omx_net *n, const struct omx_n
 /* The same-host eager sends' way in: ~75 of the ~320 instructions between the send call and the
  * frame in the peer's ring went to parsing the destination back out of the frame and looking its
  * ring up (bench/self_pingpong under callgrind). */
-int omx_net_local_send_routed(struct omx_net *n, struct omx_net_local_route *rt, const uint8_t mac[6], uint8_t endpoint,
+OMX_HOT_PATH int omx_net_local_send_routed(struct omx_net *n, struct omx_net_local_route *rt, const uint8_t mac[6], uint8_t endpoint,
 			      const struct iovec *iov, unsigned iovcnt)
 {
 	struct omx_net_local *l = (struct omx_net_local *)n;

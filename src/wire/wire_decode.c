@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "wire/wire_int.h"
+#include "hot_path.h"
 
 /* Fields shared by TINY, SMALL, MEDIUM and RNDV (wire.md 5.1/5.2), except length and checksum. */
 static void dec_msg_common(const uint8_t *b, struct omx_pkt_msg *m)
@@ -298,7 +299,7 @@ static void dec_msg_head(const uint8_t *frame, uint8_t ptype, struct omx_pkt *ou
 	out->payload_len = 0;
 }
 
-int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
+OMX_HOT_PATH int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
 {
 	if (!frame || len < OMX_HEAD_LEN + OMX_BODY_MSG_LEN || omx_get16(frame + OMX_OFF_ETHERTYPE) != OMX_ETHERTYPE)
 		return 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "wire/wire_int.h"
+#include "hot_path.h"
 
 static void enc_msg_common(uint8_t *b, uint8_t ptype, const struct omx_pkt_msg *m)
 {
@@ -414,7 +415,7 @@ size_t omx_wire_eager_template(const struct omx_pkt *pkt, uint8_t tmpl[OMX_EAGER
 	return OMX_EAGER_HDR_LEN;
 }
 
-size_t omx_wire_encode_eager_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint8_t ptype, uint16_t lib_seqnum,
+OMX_HOT_PATH size_t omx_wire_encode_eager_from(const uint8_t tmpl[OMX_EAGER_HDR_LEN], uint8_t ptype, uint16_t lib_seqnum,
 				  uint16_t lib_piggyack, uint64_t match, const void *payload, size_t plen, uint8_t *buf,
 				  size_t cap)
 {

@@ -11,10 +11,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/hop_trace.h"
+#include "net/net.h"
 
 #define OMX_HOP_TRACE_MAX (1u << 22)
 #define MAX_THREADS 64
@@ -24,36 +24,19 @@ static struct omx_hop_buf *bufs[MAX_THREADS];
 static unsigned nbufs;
 static pthread_mutex_t bufs_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-#if !defined(__x86_64__) && !defined(__i386__)
-uint64_t omx_hop_clock_ns(void)
-{
-	return mono_ns();
-}
-#endif
-
 struct omx_hop_buf *omx_hop_buf_new(void)
 {
-	static struct omx_hop_buf none; /* a thread past MAX_THREADS, or out of memory: no marks */
-	struct omx_hop_buf *b = calloc(1, sizeof(*b));
-	if (b && !(b->rec = malloc(OMX_HOP_TRACE_MAX * sizeof(uint64_t)))) {
-		free(b);
-		b = NULL;
-	}
+	static struct omx_hop_buf none; /* cap 0: a thread past MAX_THREADS, or out of memory */
+	struct omx_hop_buf *b = NULL;
 	pthread_mutex_lock(&bufs_lock);
-	if (b && nbufs < MAX_THREADS) {
-		b->cap = OMX_HOP_TRACE_MAX;
-		bufs[nbufs++] = b;
-	} else if (b) {
-		free(b->rec);
-		free(b);
-		b = NULL;
+	if (nbufs < MAX_THREADS && (b = calloc(1, sizeof(*b)))) {
+		if ((b->rec = malloc(OMX_HOP_TRACE_MAX * sizeof(uint64_t)))) {
+			b->cap = OMX_HOP_TRACE_MAX;
+			bufs[nbufs++] = b;
+		} else {
+			free(b);
+			b = NULL;
+		}
 	}
 	pthread_mutex_unlock(&bufs_lock);
 	omx_hop_mine = b ? b : &none;
@@ -63,9 +46,9 @@ struct omx_hop_buf *omx_hop_buf_new(void)
 /* Ticks per nanosecond, over 20 ms. */
 static double ticks_per_ns(void)
 {
-	uint64_t t0 = mono_ns(), k0 = OMX_HOP_TICKS(), t1;
+	uint64_t t0 = omx_now_ns(), k0 = OMX_HOP_TICKS(), t1;
 	do
-		t1 = mono_ns();
+		t1 = omx_now_ns();
 	while (t1 - t0 < 20000000ull);
 	return (double)(OMX_HOP_TICKS() - k0) / (double)(t1 - t0);
 }

@@ -25,8 +25,8 @@ enum omx_hop_step { OMX_HOP_SEND = 1, OMX_HOP_PUBLISHED, OMX_HOP_SEEN, OMX_HOP_D
 #include <x86intrin.h>
 #define OMX_HOP_TICKS() __rdtsc()
 #else
-uint64_t omx_hop_clock_ns(void);
-#define OMX_HOP_TICKS() omx_hop_clock_ns()
+#include "net/net.h"
+#define OMX_HOP_TICKS() omx_now_ns()
 #endif
 /* Per thread: a thread's marks need no atomics, the buffers are listed for the dump. */
 struct omx_hop_buf {
@@ -36,11 +36,13 @@ struct omx_hop_buf {
 /* initial-exec: a mark must not call __tls_get_addr (the library is not meant to be dlopen'ed
  * in a measuring build). */
 extern __thread struct omx_hop_buf *omx_hop_mine __attribute__((tls_model("initial-exec")));
+/* This thread's buffer, registered for the dump; never NULL (one of no room past the thread limit
+ * or without memory). */
 struct omx_hop_buf *omx_hop_buf_new(void);
 static inline void omx_hop_mark(enum omx_hop_step step)
 {
 	struct omx_hop_buf *b = omx_hop_mine ? omx_hop_mine : omx_hop_buf_new();
-	if (b && b->n < b->cap)
+	if (b->n < b->cap)
 		b->rec[b->n++] = (uint64_t)OMX_HOP_TICKS() << 4 | (uint64_t)step;
 }
 #else

@@ -25,7 +25,7 @@ static const struct omx_knob knobs[] = {
 	{ "OMX_DISCOVERY", "auto" }, { "OMX_DISCOVERY_WAIT_MS", "3000" },
 	{ "OMX_WIRE_MODE", "extended" }, { "OMX_MTU", "0" }, { "OMX_RNDV_THRESHOLD", "auto" },
 	{ "OMX_SHARED_RNDV_THRESHOLD", "auto" }, { "OMX_DISABLE_SHARED", "0" }, { "OMX_SHARED_SINGLE_COPY", "1" },
-	{ "OMX_SHARED_SINGLE_COPY_MIN", "auto" }, { "OMX_SHARED_COOP_CHUNK", "262144" }, { "OMX_SHARED_NT_THRESHOLD", "auto" }, { "OMX_SHARED_HUGE_AFTER", "8" }, { "OMX_SHARED_RING_KB", "auto" }, { "OMX_SHARED_RING_LOCK", "1" }, { "OMX_SHARED_POOL_MB", "16384" }, { "OMX_SHARED_POOL_RNDV", "16384" }, { "OMX_SHM_DIR", "/dev/shm" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
+	{ "OMX_SHARED_SINGLE_COPY_MIN", "auto" }, { "OMX_SHARED_COOP_CHUNK", "262144" }, { "OMX_SHARED_NT_THRESHOLD", "auto" }, { "OMX_SHARED_HUGE_AFTER", "8" }, { "OMX_SHARED_OWN_LINES", "1" }, { "OMX_SHARED_RING_KB", "auto" }, { "OMX_SHARED_RING_LOCK", "1" }, { "OMX_SHARED_POOL_MB", "16384" }, { "OMX_SHARED_POOL_RNDV", "16384" }, { "OMX_SHM_DIR", "/dev/shm" }, { "OMX_RESEND_DELAY_MS", "500" }, { "OMX_RESENDS_MAX", "1000" },
 	{ "OMX_ACK_DELAY_MS", "16" }, { "OMX_NOTACKED_MAX", "4" }, { "OMX_PULL_RESEND_MS", "1000" },
 	{ "OMX_ZOMBIE_SEND", "512" }, { "OMX_SPIN_US", "100" }, { "OMX_WAITSPIN", "0" }, { "OMX_WAITINTR", "0" },
 	{ "OMX_PROCESS_BINDING", "" }, { "OMX_PROGRESS_THREAD", "1" }, { "OMX_PROGRESS_IDLE_US", "1000" },
@@ -309,6 +309,7 @@ void omx__config_load_open(void)
 		c->shared_nt_threshold = env_u32("OMX_SHARED_NT_THRESHOLD", NULL, 2u << 20);
 	}
 	omx_copy_set_nt_threshold(c->shared_nt_threshold);
+	omx_shm_set_own_lines((int)env_u32("OMX_SHARED_OWN_LINES", NULL, 1));
 	omx_shm_huge_set_after(env_u32("OMX_SHARED_HUGE_AFTER", NULL, 8));
 	/* Address space and a sparse file's size: each allocation takes its pages (shm/pool.c). */
 	c->shared_pool_bytes = omx__config_shared_pool_bytes();

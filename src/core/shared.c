@@ -458,11 +458,13 @@ int omx__shared_mode_string(char *buf, size_t len)
 	else if (omx_shm_huge_after())
 		snprintf(huge, sizeof(huge), ", buffers of 1 MiB+ moved to huge pages at their use %u", omx_shm_huge_after());
 	snprintf(cfg, sizeof(cfg),
-		 "rndv above %u B%s, %s%s%s%s, non-temporal copies from %llu B%s%s%s; buffers from omx_shared_alloc "
+		 "rndv above %u B%s, %s%s%s%s, non-temporal copies from %llu B%s%s%s; ring slots taken by %s; "
+		 "buffers from omx_shared_alloc "
 		 "(up to %llu MiB) read with memcpy from %u B",
 		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop, huge,
 		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",
-		 *hw ? ", " : "", hw, (unsigned long long)(omx__cfg.shared_pool_bytes >> 20), omx__cfg.shared_pool_rndv);
+		 *hw ? ", " : "", hw, omx_shm_own_lines() ? "empty-mask stores" : "PREFETCHW",
+		 (unsigned long long)(omx__cfg.shared_pool_bytes >> 20), omx__cfg.shared_pool_rndv);
 	if (!omx__cfg.shared_single_copy)
 		return snprintf(buf, len, "Shared communication: shared-memory rings, two-copy large messages "
 					  "(OMX_SHARED_SINGLE_COPY=0); %s", cfg);

@@ -382,8 +382,9 @@ static inline void prefetch_slot_data(const struct slot *s, size_t len, size_t m
  * yet on that CPU it takes the line for writing like a store (a write-intent access whose
  * elements are all suppressed), and, unlike a locked no-op (an atomic add of 0, ~30 cycles a
  * line in series), 64 of them overlap: the copy then reads 150-350 cycles, a two-thread 4 KiB
- * ring-like ping-pong's round trip 0.7x (docs/performance.md, stop 58). Frames of two lines keep
- * PREFETCHW (one line: 64 B messages near read no faster, maybe slower, with it). Writing
+ * ring-like ping-pong's round trip 0.7x (docs/performance.md, stop 58). Frames of up to two
+ * lines keep PREFETCHW for their second line: 64 B messages near read no faster with the stores,
+ * maybe slower. Writing
  * nothing, it cannot race with a producer that claims the slot meanwhile nor with a consumer
  * still reading it. CPUs that ignore empty-mask stores lose only the instructions. The 256-bit
  * EVEX form (AVX-512 VL + BW), not the 512-bit one, so that no CPU lowers its clock for it; the

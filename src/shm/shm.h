@@ -142,13 +142,13 @@ void omx_copy(void *dst, const void *src, size_t n, uint64_t total);
  * C library's copy is 15-30x slower on some CPUs (copy.c). */
 void omx_memcpy(void *dst, const void *src, size_t n);
 void omx_copy_set_nt_threshold(uint64_t bytes); /* 0 = never */
+uint64_t omx_copy_nt_threshold(void);
+uint64_t omx_copy_llc_bytes(void); /* the last-level cache (sysfs, CPU 0); 0 if unknown */
+int omx_copy_nt_available(void);
 /* Whether producers take their next ring slot's lines for writing with empty-mask stores (ring.c;
  * x86-64 with AVX-512 VL + BW) rather than PREFETCHW: on by default, off with 0. */
 void omx_shm_set_own_lines(int on);
 int omx_shm_own_lines(void); /* 1: empty-mask stores in force */
-uint64_t omx_copy_nt_threshold(void);
-uint64_t omx_copy_llc_bytes(void); /* the last-level cache (sysfs, CPU 0); 0 if unknown */
-int omx_copy_nt_available(void);
 /* Hardware copy engine present (Intel DSA work queue in /sys/bus/dsa)? Never required, not used
  * for copies yet: the name is reported, "" if none. */
 const char *omx_copy_hw_engine(void);

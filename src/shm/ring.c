@@ -384,9 +384,8 @@ static inline void prefetch_slot_data(const struct slot *s, size_t len, size_t m
  * line in series), 64 of them overlap: the copy then reads 150-350 cycles, a two-thread 4 KiB
  * ring-like ping-pong's round trip 0.7x (docs/performance.md, stop 58). Frames of up to two
  * lines keep PREFETCHW for their second line: 64 B messages near read no faster with the stores,
- * maybe slower. Writing
- * nothing, it cannot race with a producer that claims the slot meanwhile nor with a consumer
- * still reading it. CPUs that ignore empty-mask stores lose only the instructions. The 256-bit
+ * maybe slower. Writing nothing, it cannot race with a producer that claims the slot meanwhile
+ * nor with a consumer still reading it. CPUs that ignore empty-mask stores lose only the instructions. The 256-bit
  * EVEX form (AVX-512 VL + BW), not the 512-bit one, so that no CPU lowers its clock for it; the
  * VEX form (VMASKMOV) does not take the line on Zen 4. Not under TSan, which would read each as a
  * 32-byte write racing with the frame's copy.
@@ -412,6 +411,7 @@ void omx_shm_set_own_lines(int on)
 {
 	int m = 0;
 #if HAVE_OWN_LINES
+	__builtin_cpu_init(); /* the CPU model libgcc fills in at start-up: not yet if we run from a constructor */
 	m = on && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
 #else
 	(void)on;

@@ -303,6 +303,17 @@ check "config file: value from the file, source file" \
 check "config file: the environment overrides it" grep -qx "  OMX_SPIN_US=9 (env)" "$TMP/out"
 check "omx_info -v says which same-host mode is in force" \
 	grep -qE "^Shared communication: shared-memory rings, (single|two)-copy large messages" "$TMP/out"
+# The ring's way of taking a producer's next slot: empty-mask stores where the CPU has AVX-512 VL
+# and BW (not under TSan), else PREFETCHW; OMX_SHARED_OWN_LINES=0 forces the latter.
+own=PREFETCHW
+if grep -qw avx512vl /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && [ "${OMX_SANITIZE:-}" != thread ]; then
+	own="empty-mask stores"
+fi
+check "omx_info -v: ring slots taken by $own (this CPU, default)" grep -qF "; ring slots taken by $own; " "$TMP/out"
+omx_ns_exec 0 env OMX_CONFIG="$TMP/omx.conf" OMX_SHARED_OWN_LINES=0 OMX_LOCK_DIR="$TMP/lock0" OMX_PEERS="$PEERS" \
+	timeout 30 "$T/omx_info" -v >"$TMP/out2" 2>/dev/null
+check "omx_info -v: OMX_SHARED_OWN_LINES=0 gives PREFETCHW" \
+	cond 'grep -qF "; ring slots taken by PREFETCHW; " "$TMP/out2" && grep -qx "  OMX_SHARED_OWN_LINES=0 (env)" "$TMP/out2"'
 check "omx_info names the split-receive defaults (auto), not off" \
 	cond 'grep -q "^  OMX_RX_SPLIT = auto (" "$TMP/out" && grep -q "^  OMX_RX_SPLIT_MEDIUM = auto (32768 " "$TMP/out"'
 check "config file: untouched knobs are defaults" \

@@ -275,7 +275,7 @@ void omx__boards_fini(void)
 void omx__handle_host_query(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 {
 	struct omx_board *b = ep->board;
-	if (memcmp(pkt->dst_mac, b->iface.mac, 6) != 0)
+	if (!omx_wire_mac_eq(pkt->dst_mac, b->iface.mac))
 		return;
 	pthread_mutex_lock(&omx__g.lock);
 	int idx = omx__peer_by_mac(pkt->src_mac);
@@ -571,7 +571,7 @@ void omx__handle_discovery(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	omx__count(ep->board, OMX_C_X_DISCOVERY_RECV);
 	uint8_t mac[6];
 	omx_nic_id_to_mac(pkt->u.raw.nic_id, mac);
-	if (memcmp(mac, pkt->src_mac, 6) != 0)
+	if (!omx_wire_mac_eq(mac, pkt->src_mac))
 		return; /* forged or relayed: the sender must be the announced board */
 	pthread_mutex_lock(&omx__g.lock);
 	int idx = omx__peer_by_nic_id(pkt->u.raw.nic_id);

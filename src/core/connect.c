@@ -317,7 +317,7 @@ void omx__handle_nack_lib(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
 	int idx = (int)pkt->peer_index;
 	omx__count(ep->board, OMX_C_RECV_NACK_LIB);
-	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0) {
+	if (!peer || !omx_wire_mac_eq(peer->mac, pkt->src_mac)) {
 		idx = pkt->peer_index == OMX_PEER_INDEX_UNKNOWN ? omx__peer_by_mac(pkt->src_mac) : -1;
 		if (idx < 0) {
 			omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);

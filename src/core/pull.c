@@ -57,7 +57,7 @@ void omx__handle_pull(struct omx_endpoint *ep, const struct omx_pkt *pkt)
 	omx__count(ep->board, OMX_C_RECV_PULL_REQ);
 	omx__xfer_touch(ep);
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
-	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0) {
+	if (!peer || !omx_wire_mac_eq(peer->mac, pkt->src_mac)) {
 		omx__count(ep->board, OMX_C_DROP_BAD_PEER_INDEX);
 		return;
 	}

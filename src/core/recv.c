@@ -572,7 +572,7 @@ static void recv_sequenced(struct omx_endpoint *ep, struct omx_partner *p, const
 static OMX_HOT_PATH struct omx_partner *find_sender(struct omx_endpoint *ep, const struct omx_pkt *pkt, uint8_t src_ep)
 {
 	struct omx_peer *peer = omx__peer(pkt->peer_index);
-	if (!peer || memcmp(peer->mac, pkt->src_mac, 6) != 0)
+	if (!peer || !omx_wire_mac_eq(peer->mac, pkt->src_mac))
 		return NULL;
 	/* A known partner straight from the table; omx__partner_get creates the others. */
 	struct omx_partner **row = ep->partners[pkt->peer_index];

@@ -107,11 +107,11 @@ static void doorbell(struct omx_net *n, const uint8_t *mac, int ep)
 static struct peer_ring *peer_lookup(struct omx_net_local *l, const uint8_t *mac, uint8_t ep)
 {
 	struct peer_ring *p = l->last, *victim = NULL;
-	if (p && p->endpoint == ep && !memcmp(p->mac, mac, 6))
+	if (p && p->endpoint == ep && omx_wire_mac_eq(p->mac, mac))
 		return p;
 	for (unsigned i = 0; i < PEER_RINGS; i++) {
 		p = &l->peers[i];
-		if (p->used && p->endpoint == ep && !memcmp(p->mac, mac, 6))
+		if (p->used && p->endpoint == ep && omx_wire_mac_eq(p->mac, mac))
 			return l->last = p;
 		if (!victim || !p->used || (victim->used && p->last_use < victim->last_use))
 			victim = p;
@@ -189,7 +189,7 @@ static int local_send(struct omx_net *n, const struct iovec *iov, unsigned iovcn
 	if (e == 0) {
 		l->stats.socket_frames++;
 		struct peer_ring *p = l->own ? l->last : NULL;
-		if (p && p->ring && p->endpoint == ep && !memcmp(p->mac, frame, 6))
+		if (p && p->ring && p->endpoint == ep && omx_wire_mac_eq(p->mac, frame))
 			omx_shm_ring_hint_bump(p->ring);
 	}
 	return e;
@@ -227,7 +227,7 @@ OMX_HOT_PATH int omx_net_local_send_routed(struct omx_net *n, struct omx_net_loc
 	}
 	int e = local_send(n, iov, iovcnt);
 	p = l->last;
-	if (l->own && p && p->endpoint == endpoint && !memcmp(p->mac, mac, 6)) {
+	if (l->own && p && p->endpoint == endpoint && omx_wire_mac_eq(p->mac, mac)) {
 		rt->peer = p;
 		rt->gen = p->gen;
 	}

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define OMX_ETHERTYPE 0x86DF
 #define OMX_ETH_HLEN 14
@@ -281,6 +282,15 @@ int omx_wire_decode_eager(const uint8_t *frame, size_t len, struct omx_pkt *out)
 /* The same for a MEDIUM frame that holds a whole message (omx_wire_medium_whole):
  * 1 if omx_wire_decode accepts it and it is one, decoded as it decodes it; 0 for anything else. */
 int omx_wire_decode_medium_whole(const struct omx_wire_params *wp, const uint8_t *frame, size_t len, struct omx_pkt *out);
+/* Two MACs equal: GCC calls memcmp for memcmp(a, b, 6) (~20 instructions and a call on every
+ * received frame's sender check); a 4- and a 2-byte load each side instead. */
+static inline int omx_wire_mac_eq(const uint8_t a[6], const uint8_t b[6])
+{
+	uint32_t a4, b4;
+	uint16_t a2, b2;
+	memcpy(&a4, a, 4), memcpy(&b4, b, 4), memcpy(&a2, a + 4, 2), memcpy(&b2, b + 4, 2);
+	return ((a4 ^ b4) | (uint32_t)(a2 ^ b2)) == 0;
+}
 /* A decoded MEDIUM that is a whole message in one frame: fragment 0, as long as the message. */
 static inline int omx_wire_medium_whole(const struct omx_pkt *pkt)
 {

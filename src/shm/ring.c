@@ -344,7 +344,7 @@ static inline __attribute__((always_inline)) void copy_ends(uint8_t *d, const ui
  * fixed-size moves: n bytes as two overlapping blocks of the largest power of two not above n.
  * The variable-length memcpy calls they replace, one for the bytes past the first line and one
  * for the first line, took ~80 of the ~200 instructions of such a push (callgrind, an MPI
- * ping-pong over omx on one host).
+ * ping-pong over omx on one host); a one-line frame's call (0-8 B messages) ~11 more.
  */
 static inline __attribute__((always_inline)) void copy_small(uint8_t *d, const uint8_t *s, size_t n)
 {
@@ -531,7 +531,7 @@ OMX_HOT_PATH int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *i
 	 */
 	const size_t head = SLOT_HEAD_BYTES;
 	if (iovcnt == 1 && len <= head) {
-		memcpy(s->data, iov[0].iov_base, len); /* a tiny frame: the first line only */
+		copy_small(s->data, iov[0].iov_base, len); /* a tiny frame: the first line only */
 	} else if (iovcnt == 1 && len <= head + 64) {
 		/* Two lines: the second first, then the first in one burst (below). */
 		const uint8_t *f = iov[0].iov_base;

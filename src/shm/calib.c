@@ -200,6 +200,7 @@ int omx_copy_calibrate(struct omx_copy_calib *c)
 	c->cma_fixed_ns = (double)small;
 	c->cma_ns_per_kib = big > small ? (double)(big - small) / (BIG_READ / 1024.0) : 0.0;
 	c->memcpy_ns_per_kib = (double)(mem > 0 ? mem : 1) / (BIG_READ / 1024.0);
+	c->ring_owns_lines = omx_shm_own_lines();
 	c->ok = 1;
 	return 0;
 }
@@ -256,28 +257,40 @@ static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
 	return c->cma_fixed_ns + kib * c->cma_ns_per_kib <= EXCHANGE_NS + kib * two_copies_ns_per_kib(c);
 }
 
+/* An eager message makes the same two copies as a pull, with one exchange less than a single
+ * copy (the rendezvous' RNDV and NOTIFY), plus what the ring adds to them (slot claims and
+ * publication, the frame's handling): RING_NS_PER_KIB, the low end of what it added on the Zen 1
+ * VM (stop 45). There an eager medium's time grew by 114-190 ns per KiB with the vCPUs near,
+ * where the two copies between CPUs measured 95-125 ns/KiB; far apart by 177-286 against
+ * 206-289, nothing added. Single copy against eager there: 8 KiB 3.0 against
+ * 1.3 us near, 3.5 against 3.3 far apart; 16 KiB 3.9 against 2.2 near, 4.4 against 5.6 far;
+ * 32 KiB 5.4 against 6.5 near, 5.8 against 9.4 far. Those rings had 128 slots; with 64 (stop 46)
+ * an eager hop took 103-116 ns per KiB at 32-64 KiB near, about the two copies' figure, and 333-370
+ * far apart, 40-160 above the 206-290 measured there: the low end is kept. */
+#define RING_NS_PER_KIB 30.0
+
 /*
- * Where eager mediums stop: the model's in-cache price of the two copies only, not the figure
- * measured between two CPUs (the pulls' first guess above uses that). That figure is the
- * placement of the vCPUs at the moment of the calibration, which the host changes every few
- * seconds: on the Zen 4 VM of stop 59 it read 51-138 ns/KiB from one process to the next, and
- * with it the threshold fell anywhere from 128 KiB to 16 KiB, so that a 64 KiB message was a
- * rendezvous in some runs and an eager medium in others (5.2-10.9 against 3.1-4.1 us a half
- * round trip near, 4.7 against 3.4 far apart). There eager mediums won at every size from 16 to
- * 128 KiB in every placement seen (a medium's fragments pipeline the sender's copy in and the
- * receiver's copy out, and the producer owns its slot's lines first: ~53 ns/KiB near and far
- * apart at 64 KiB, where the cross-CPU figure priced them at 85-170); on the Zen 1 VM of stops
- * 45-46 near too (103-116 ns/KiB at 32-64 KiB, the single copy ~170), the single copy winning
- * there far apart only. So eager up to EAGER_CAP, down to the smallest size at which the single
- * copy beats them by the in-cache model (a cheap kernel copy, a dear memcpy).
+ * Where the ring's producers take their slots' lines by empty-mask stores (ring.c, stop 58), an
+ * eager medium's two copies cost about the same near and far apart, and less than the cross-CPU
+ * figure, which times plain copies: on the Zen 4 VM (stop 59) a 64 KiB eager medium took 3.1-4.1
+ * us a half round trip near and 3.4 far apart (~53 ns/KiB), where that figure read 51-138 ns/KiB
+ * from one process to the next (the vCPUs' placement of the moment) and with it the threshold
+ * fell to 16-64 KiB in some processes: 64 KiB then took 5.2-10.9 us as a rendezvous. With
+ * PREFETCHW instead (a CPU without AVX-512, as the Zen 1 VM of stops 45-46, or
+ * OMX_SHARED_OWN_LINES=0), eager mediums far apart cost what the figure says or more (the Zen 4
+ * VM with the knob at 0, 64 KiB far apart: 13.0 us eager against 6.2 as a rendezvous; near 4.2
+ * against 7.1), and the figure stands. So with the stores the in-cache model prices them.
  */
-#define RING_NS_PER_KIB 30.0 /* what the ring added to an eager medium's two copies on the Zen 1 VM (stop 45) */
+static double eager_copies_ns_per_kib(const struct omx_copy_calib *c)
+{
+	return c->ring_owns_lines ? TWO_COPY_FACTOR * c->memcpy_ns_per_kib : two_copies_ns_per_kib(c);
+}
 
 static int single_copy_beats_eager(const struct omx_copy_calib *c, uint32_t len)
 {
 	double kib = len / 1024.0;
 	return c->cma_fixed_ns + EXCHANGE_NS + kib * c->cma_ns_per_kib <=
-	       kib * (TWO_COPY_FACTOR * c->memcpy_ns_per_kib + RING_NS_PER_KIB);
+	       kib * (eager_copies_ns_per_kib(c) + RING_NS_PER_KIB);
 }
 
 /*
@@ -306,12 +319,12 @@ void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, u
 	for (uint32_t len = MODEL_MAX; len >= RNDV_FLOOR && single_copy_wins(c, len); len /= 2)
 		from = len;
 	*single_copy_min = from <= RNDV_FLOOR ? 0 : from;
-	/* Eager messages beat pulls below that (one exchange, the same two copies), up to where an
-	 * unexpected one's buffered copy is too large (EAGER_CAP); the single copy only from where
-	 * it beats them by the in-cache model (single_copy_beats_eager). */
-	uint32_t rndv = EAGER_CAP;
-	while (rndv > RNDV_FLOOR && single_copy_beats_eager(c, rndv / 2))
-		rndv /= 2;
+	/* Below the single copy's range eager messages beat pulls (one exchange, the same two
+	 * copies), up to the size where a pull's larger frames and pipelining take over; in its
+	 * range, up to where their two copies cost more than the rendezvous' exchange. */
+	uint32_t rndv = from <= RNDV_FLOOR ? RNDV_FLOOR : from < EAGER_CAP ? from : EAGER_CAP;
+	while (rndv < EAGER_CAP && !single_copy_beats_eager(c, rndv))
+		rndv *= 2;
 	*rndv_threshold = rndv;
 }
 

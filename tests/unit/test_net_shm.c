@@ -656,68 +656,75 @@ static void copy_policy(void)
 	struct omx_copy_calib none = { 0 };
 	omx_copy_policy(&none, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0); /* nothing measured: the historical defaults */
-	struct omx_copy_calib cheap = { 1, 300.0, 25.0, 20.0, 0.0, 0 }; /* kernel copy as fast as memcpy */
+	struct omx_copy_calib cheap = { 1, 300.0, 25.0, 20.0, 0.0, 0, 0 }; /* kernel copy as fast as memcpy */
 	omx_copy_policy(&cheap, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0);
 	/* the Intel VM as estimated (cheap entry, 38.5 ns/KiB, a fast memcpy): the model alone
 	 * would pull, the entry price keeps the single copy */
-	struct omx_copy_calib intel = { 1, 250.0, 38.5, 11.0, 0.0, 0 };
+	struct omx_copy_calib intel = { 1, 250.0, 38.5, 11.0, 0.0, 0, 0 };
 	omx_copy_policy(&intel, &rndv, &min);
 	CHECK(rndv == 4096 && min == 0);
 	/* the AMD VM: the kernel copies at 3.6x memcpy's price per byte: pulls at every size (the
 	 * first guess of the adaptive choice; no size imposes the single copy since stop 29) */
-	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0, 0.0, 0 };
+	struct omx_copy_calib dear = { 1, 1200.0, 72.0, 20.0, 0.0, 0, 0 };
 	omx_copy_policy(&dear, &rndv, &min);
 	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
-	struct omx_copy_calib amd26 = { 1, 870.0, 58.0, 8.0, 0.0, 0 }; /* stop 26: a cheaper entry, the same dear copy */
+	struct omx_copy_calib amd26 = { 1, 870.0, 58.0, 8.0, 0.0, 0, 0 }; /* stop 26: a cheaper entry, the same dear copy */
 	omx_copy_policy(&amd26, &rndv, &min);
 	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
-	struct omx_copy_calib mid = { 1, 3000.0, 30.0, 20.0, 0.0, 0 }; /* wins from 100 KiB on */
+	struct omx_copy_calib mid = { 1, 3000.0, 30.0, 20.0, 0.0, 0, 0 }; /* wins from 100 KiB on */
 	omx_copy_policy(&mid, &rndv, &min);
 	CHECK(rndv == 128 * 1024 && min == 128 * 1024);
-	struct omx_copy_calib mid2 = { 1, 2000.0, 30.0, 20.0, 0.0, 0 }; /* from 50 KiB */
+	struct omx_copy_calib mid2 = { 1, 2000.0, 30.0, 20.0, 0.0, 0, 0 }; /* from 50 KiB */
 	omx_copy_policy(&mid2, &rndv, &min);
 	CHECK(rndv == 64 * 1024 && min == 64 * 1024); /* eager up to where the single copy starts */
-	/* The two copies between CPUs measured dearer than the memcpy model says: they decide the
-	 * pulls' first guess, not where eager mediums stop (that figure is the placement of the
-	 * moment: stop 59). The Zen 1 VM (stop 45) in its two memcpy states; in the first the model
-	 * alone pulled. Single copies at every rendezvous size (790 + 16 x 88 = 2198 ns against
-	 * 1000 + 16 x 180 = 3880 at 16 KiB), eager up to EAGER_CAP: in cache the single copy does not
-	 * beat them there (64 KiB: 790 + 1000 + 64 x 88 = 7422 ns against 64 x (2.5 x 27 + 30) = 6240). */
-	struct omx_copy_calib zen1 = { 1, 790.0, 88.0, 27.0, 180.0, 0 };
+	/* The two copies between CPUs measured dearer than the memcpy model says: they decide. The
+	 * Zen 1 VM (stop 45) in its two memcpy states; in the first the model alone pulled. Eager
+	 * up to where two copies through the ring cost more than the rendezvous' exchange and the
+	 * kernel's entry: 16 KiB (790 + 1000 + 16 x 88 = 3198 ns against 16 x (180 + 30) = 3360 at
+	 * 16 KiB, 2494 against 1680 at 8 KiB), then single copies at every size. */
+	struct omx_copy_calib zen1 = { 1, 790.0, 88.0, 27.0, 180.0, 0, 0 };
 	omx_copy_policy(&zen1, &rndv, &min);
-	CHECK(rndv == 128 * 1024 && min == 0);
+	CHECK(rndv == 16 * 1024 && min == 0);
 	zen1.cross_ns_per_kib = 0.0; /* no second CPU: the memcpy model, pulls */
 	omx_copy_policy(&zen1, &rndv, &min);
 	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
 	/* A second CPU too busy to measure (stop 46): guessed at 4 memcpys (108 ns/KiB), the near
-	 * state's policy: single copies at every rendezvous size; eager as above. */
+	 * state's policy: single copies at every rendezvous size, the threshold where they first
+	 * beat eager (32 KiB: 790 + 1000 + 32 x 88 = 4606 ns against 32 x 138 = 4416; 64 KiB 7422
+	 * against 8832). */
 	zen1.cross_missed = 1;
 	omx_copy_policy(&zen1, &rndv, &min);
-	CHECK(rndv == 128 * 1024 && min == 0);
+	CHECK(rndv == 64 * 1024 && min == 0);
 	/* a measured figure stands whatever the flag says */
 	zen1.cross_ns_per_kib = 180.0;
 	omx_copy_policy(&zen1, &rndv, &min);
-	CHECK(rndv == 128 * 1024 && min == 0);
-	/* Where cross-CPU copies cost what the Zen 4 VM's calibrations read from one process to the
-	 * next (51-138 ns/KiB, stop 59), the eager threshold stays where it is: eager mediums won at
-	 * every size to 128 KiB there in every placement; the pulls' first guess moves. */
-	struct omx_copy_calib zen4 = { 1, 1061.0, 66.0, 18.0, 51.0, 0 };
-	omx_copy_policy(&zen4, &rndv, &min);
-	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
-	zen4 = (struct omx_copy_calib){ 1, 1513.0, 86.0, 21.0, 138.0, 0 };
-	omx_copy_policy(&zen4, &rndv, &min);
-	CHECK(rndv == 128 * 1024 && min == 16 * 1024);
+	CHECK(rndv == 16 * 1024 && min == 0);
 	zen1.cross_missed = 0;
 	/* The other state: the memcpy model's 2.5 x 45 is dearer than the 95 measured, and eager
 	 * mediums go up to 64 KiB. */
-	struct omx_copy_calib zen1b = { 1, 800.0, 96.0, 45.0, 95.0, 0 };
+	struct omx_copy_calib zen1b = { 1, 800.0, 96.0, 45.0, 95.0, 0, 0 };
 	omx_copy_policy(&zen1b, &rndv, &min);
 	CHECK(rndv == 64 * 1024 && min == 0);
 	/* Between the two: the single copy from where its entry is paid for. */
-	struct omx_copy_calib part = { 1, 2000.0, 60.0, 20.0, 70.0, 0 }; /* 2000 + 60k <= 1000 + 70k: k >= 100 */
+	struct omx_copy_calib part = { 1, 2000.0, 60.0, 20.0, 70.0, 0, 0 }; /* 2000 + 60k <= 1000 + 70k: k >= 100 */
 	omx_copy_policy(&part, &rndv, &min);
 	CHECK(rndv == 128 * 1024 && min == 128 * 1024);
+	/* A ring whose producers own their slots' lines by empty-mask stores (stop 58): eager
+	 * mediums priced in cache, whatever the cross-CPU figure of the moment. The Zen 4 VM's
+	 * calibrations of stop 59, from one process to the next: near and far apart states. Eager to
+	 * 128 KiB in both (2.5 x 18 + 30 = 75 ns/KiB: 1061 + 1000 + 64 x 66 = 6285 ns against 4800 at
+	 * 64 KiB); the pulls' first guess still follows the figure. Without the stores the far state's
+	 * figure lowers the threshold, as on the Zen 1 VM. */
+	struct omx_copy_calib zen4 = { 1, 1061.0, 66.0, 18.0, 51.0, 0, 1 };
+	omx_copy_policy(&zen4, &rndv, &min);
+	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
+	struct omx_copy_calib zen4far = { 1, 1513.0, 86.0, 21.0, 138.0, 0, 1 };
+	omx_copy_policy(&zen4far, &rndv, &min);
+	CHECK(rndv == 128 * 1024 && min == 16 * 1024);
+	zen4far.ring_owns_lines = 0;
+	omx_copy_policy(&zen4far, &rndv, &min);
+	CHECK(rndv < 128 * 1024 && min == 16 * 1024);
 	/* Cheaper than the model: the model stands (dear.cross below 2.5 memcpys). */
 	dear.cross_ns_per_kib = 45.0;
 	omx_copy_policy(&dear, &rndv, &min);

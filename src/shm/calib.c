@@ -251,29 +251,10 @@ static double two_copies_ns_per_kib(const struct omx_copy_calib *c)
 	return cross > model ? cross : model;
 }
 
-/*
- * Where the ring's producers take their slots' lines by empty-mask stores (ring.c, stop 58), the
- * two copies of a frame through the ring (an eager medium's, a pull reply's) cost about the same
- * near and far apart, and less than the cross-CPU figure, which times plain copies: on the Zen 4
- * VM (stop 59) a 64 KiB eager medium took 3.1-4.1 us a half round trip near and 3.4 far apart
- * (~53 ns/KiB), 256 KiB pulled in 12-15 (the single copy 17-22), where that figure read 51-138
- * ns/KiB from one process to the next (the vCPUs' placement of the moment). With it the eager
- * threshold fell to 16-64 KiB in some processes (64 KiB then took 5.2-10.9 us as a rendezvous)
- * and the first guess for rendezvous below 1 MiB was the single copy in two processes of three.
- * With PREFETCHW instead (a CPU without AVX-512, as the Zen 1 VM of stops 45-46, or
- * OMX_SHARED_OWN_LINES=0), frames through the ring far apart cost what the figure says or more
- * (the Zen 4 VM with the knob at 0, 64 KiB far apart: 13.0 us eager against 6.2 as a rendezvous;
- * near 4.2 against 7.1), and the figure stands. So with the stores the in-cache model prices them.
- */
-static double ring_copies_ns_per_kib(const struct omx_copy_calib *c)
-{
-	return c->ring_owns_lines ? TWO_COPY_FACTOR * c->memcpy_ns_per_kib : two_copies_ns_per_kib(c);
-}
-
 static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
 {
 	double kib = len / 1024.0;
-	return c->cma_fixed_ns + kib * c->cma_ns_per_kib <= EXCHANGE_NS + kib * ring_copies_ns_per_kib(c);
+	return c->cma_fixed_ns + kib * c->cma_ns_per_kib <= EXCHANGE_NS + kib * two_copies_ns_per_kib(c);
 }
 
 /* An eager message makes the same two copies as a pull, with one exchange less than a single
@@ -288,11 +269,28 @@ static int single_copy_wins(const struct omx_copy_calib *c, uint32_t len)
  * far apart, 40-160 above the 206-290 measured there: the low end is kept. */
 #define RING_NS_PER_KIB 30.0
 
+/*
+ * Where the ring's producers take their slots' lines by empty-mask stores (ring.c, stop 58), an
+ * eager medium's two copies cost about the same near and far apart, and less than the cross-CPU
+ * figure, which times plain copies: on the Zen 4 VM (stop 59) a 64 KiB eager medium took 3.1-4.1
+ * us a half round trip near and 3.4 far apart (~53 ns/KiB), where that figure read 51-138 ns/KiB
+ * from one process to the next (the vCPUs' placement of the moment) and with it the threshold
+ * fell to 16-64 KiB in some processes: 64 KiB then took 5.2-10.9 us as a rendezvous. With
+ * PREFETCHW instead (a CPU without AVX-512, as the Zen 1 VM of stops 45-46, or
+ * OMX_SHARED_OWN_LINES=0), eager mediums far apart cost what the figure says or more (the Zen 4
+ * VM with the knob at 0, 64 KiB far apart: 13.0 us eager against 6.2 as a rendezvous; near 4.2
+ * against 7.1), and the figure stands. So with the stores the in-cache model prices them.
+ */
+static double eager_copies_ns_per_kib(const struct omx_copy_calib *c)
+{
+	return c->ring_owns_lines ? TWO_COPY_FACTOR * c->memcpy_ns_per_kib : two_copies_ns_per_kib(c);
+}
+
 static int single_copy_beats_eager(const struct omx_copy_calib *c, uint32_t len)
 {
 	double kib = len / 1024.0;
 	return c->cma_fixed_ns + EXCHANGE_NS + kib * c->cma_ns_per_kib <=
-	       kib * (ring_copies_ns_per_kib(c) + RING_NS_PER_KIB);
+	       kib * (eager_copies_ns_per_kib(c) + RING_NS_PER_KIB);
 }
 
 /*

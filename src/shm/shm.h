@@ -165,9 +165,8 @@ struct omx_copy_calib {
 	/* 1: a second CPU was there but the measurement got no sample (its helper thread was not
 	 * scheduled in time: a busy machine, e.g. every rank of a job calibrating at once). */
 	int cross_missed;
-	/* 1: the ring takes its slots' lines by empty-mask stores (omx_shm_own_lines): its frames'
-	 * two copies (eager mediums, pulls) are priced by the in-cache model, not the cross-CPU
-	 * figure (calib.c). */
+	/* 1: the ring takes its slots' lines by empty-mask stores (omx_shm_own_lines): eager mediums
+	 * are priced by the in-cache model, not the cross-CPU figure (calib.c). */
 	int ring_owns_lines;
 };
 /* Measure (~0.5 ms; fastest of several samples). 0, or -errno if process_vm_readv failed. */

@@ -34,7 +34,7 @@
 
 #define KEY 0x51de
 #define MATCH 0x5b5
-#define MAX_LENGTH (1u << 20)
+#define MAX_LENGTH (64u << 20) /* the range, 4 KiB to 64 MiB */
 
 static omx_endpoint_t ep;
 static omx_endpoint_addr_t peer;

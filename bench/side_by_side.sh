@@ -11,7 +11,8 @@
 # Environment: OMX_BUILD [./build]; TRANSPORTS ["vader-cma vader-none"]: Open MPI's ob1 over
 # btl vader,self with btl_vader_single_copy_mechanism cma / none, or "ucx" (pml ucx,
 # UCX_TLS=sm,self); MTU [9000]; any OMX_* variable is passed to both ranks (the progress thread
-# stays on by default, as for any omx program).
+# stays on by default, as for any omx program); PAIRS_CSV=<file> keeps every pair of blocks
+# (transport,run,pair,length,MPI us,omx us,probe us), for analyses the summary does not make.
 # Output: each run's per-length CSV lines on stderr (side_by_side.c), then one line per
 # (transport, length, placement) over the pairs of blocks of all runs, sorted by the shared-flag
 # probe taken right before each pair, against the lowest probe of the invocation: up to 1.4x
@@ -64,6 +65,7 @@ for ((r = 0; r < RUNS; r++)); do
 	done
 done
 [ -s "$TMP/all.csv" ] || { echo "side_by_side: no results" >&2; exit 1; }
+[ -n "${PAIRS_CSV:-}" ] && cp "$TMP/all.csv" "$PAIRS_CSV"
 python3 - "$TMP/all.csv" <<'EOF'
 import sys, collections
 pairs = collections.defaultdict(list)

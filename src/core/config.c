@@ -313,6 +313,11 @@ void omx__config_load_open(void)
 	omx_shm_huge_set_after(env_u32("OMX_SHARED_HUGE_AFTER", NULL, 8));
 	/* Address space and a sparse file's size: each allocation takes its pages (shm/pool.c). */
 	c->shared_pool_bytes = omx__config_shared_pool_bytes();
+	c->shared_ack_complete = env_u32("OMX_SHARED_ACK_COMPLETE", NULL, 131072);
+	if (c->shared_ack_complete == 0)
+		c->shared_ack_complete = UINT32_MAX;
+	else if (c->shared_ack_complete < OMX_SMALL_MAX + 1)
+		c->shared_ack_complete = OMX_SMALL_MAX + 1;
 	c->shared_pool_rndv = env_u32("OMX_SHARED_POOL_RNDV", NULL, 16384);
 	if (c->shared_pool_rndv < OMX_SMALL_MAX + 1)
 		c->shared_pool_rndv = OMX_SMALL_MAX + 1;

@@ -99,6 +99,7 @@ struct omx_config {
 	int shared_ring_lock;         /* OMX_SHARED_RING_LOCK: mlock it (best effort) */
 	uint64_t shared_pool_bytes;   /* OMX_SHARED_POOL_MB: the reservation of omx_shared_alloc's pool */
 	uint32_t shared_pool_rndv;    /* OMX_SHARED_POOL_RNDV: pool buffers from this size take the single copy */
+	uint32_t shared_ack_complete; /* OMX_SHARED_ACK_COMPLETE: same-host mediums from this size complete on their ack */
 };
 extern struct omx_config omx__cfg;
 
@@ -240,6 +241,7 @@ enum {
 	OMX_RS_INTERNAL = 1u << 12,     /* library-owned (blocking connect): no error handler call */
 	OMX_RS_RESERVED = 1u << 13,     /* unexpected, kept for omx_irecv_reserved (on ep->reserved) */
 	OMX_RS_TX_FAILED = 1u << 14,    /* a frame of it was not transmitted locally: sent again soon (send.c) */
+	OMX_RS_ACK_COMPLETE = 1u << 15, /* medium kept no copy: completes on its ack, resent from the caller's buffer */
 };
 #define OMX_RS_BUSY (OMX_RS_NEED_ACK | OMX_RS_NEED_REPLY | OMX_RS_NEED_SEQNUM | OMX_RS_RECV_POSTED | \
 		     OMX_RS_RECV_PARTIAL | OMX_RS_UNEXPECTED | OMX_RS_PULLING | OMX_RS_SELF_WAITING)
@@ -366,6 +368,7 @@ struct omx_partner {
 	uint8_t unexp_refused; /* we refused a message of it (unexpected room), not asked again yet */
 	struct omx_list refused_elt; /* on ep->unexp_refused while unexp_refused */
 	uint8_t resend_ask;    /* our next liback asks it to resend its unacked messages now */
+	uint8_t ack_at_once;   /* a medium its sender keeps no copy of is in: ack it as soon as whole */
 	/* acks owed */
 	int ack_state; /* 0 none, 1 delayed, 2 immediate */
 	uint64_t ack_since_ns;
@@ -737,6 +740,7 @@ void omx__resend_due(struct omx_endpoint *ep, uint64_t now);
 void omx__tx_retry_due(struct omx_endpoint *ep, uint64_t now);
 #define OMX_TX_RETRY_MIN_NS 1000000ull /* a frame that failed to leave: first retry after 1 ms */
 void omx__send_acks(struct omx_endpoint *ep, uint64_t now);
+void omx__send_ack_now(struct omx_partner *p);
 void omx__schedule_ack(struct omx_partner *p, int immediate, uint64_t now);
 uint16_t omx__piggyack(struct omx_partner *p);
 void omx__release_throttled(struct omx_partner *p);

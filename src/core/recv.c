@@ -124,6 +124,14 @@ static OMX_HOT_PATH void message_received(struct omx_partner *p)
 	uint16_t unacked = omx_seq_diff(p->next_complete_seq, p->last_acked_recv_seq);
 	if (unacked == 0)
 		return;
+	/* Its sender waits for this ack to complete a medium it kept no copy of (send.c,
+	 * acked_not_copied): sent before anything else, in a ping-pong before our answer, so that the
+	 * sender has posted its receive when the answer comes. */
+	if (p->ack_at_once && omx_list_empty(&p->partial_recvs)) {
+		p->ack_at_once = 0;
+		omx__send_ack_now(p);
+		return;
+	}
 	omx__schedule_ack(p, unacked >= omx__cfg.notacked_max, p->ep->now_ns);
 }
 
@@ -217,6 +225,8 @@ static OMX_HOT_PATH void deliver_first(struct omx_endpoint *ep, struct omx_partn
 		}
 		break;
 	case OMX_PT_MEDIUM:
+		if (len >= omx__cfg.shared_ack_complete && omx__partner_shared(p))
+			p->ack_at_once = 1;
 		r->s.u.recv.seqnum = pkt->u.msg.lib_seqnum;
 		r->s.state |= OMX_RS_RECV_PARTIAL;
 		ep->mediums_partial++;

@@ -16,7 +16,10 @@
  *                                     (receive posted, send, poll both to completion), or one side
  *                                     sends and the other receives (recvlate: receives only after
  *                                     staying out of the library for 1 s, so that the sender fills
- *                                     its window and waits); checks the data; prints
+ *                                     its window and waits); each round's bytes differ, written into
+ *                                     the send buffer as soon as the last send completed (a resend
+ *                                     read after its completion would deliver the next round's);
+ *                                     checks the data; prints
  *                                     "exchanged N", or "stalled in round I" after 30 s
  *   gather EP LEN N SENDERS SECS      open endpoint EP, stay out of the library for SECS s (its
  *                                     progress thread queues or refuses what arrives), then
@@ -250,6 +253,14 @@ static void fill_pattern(uint8_t *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		b[i] = (uint8_t)(i * 2654435761u >> 24);
+}
+
+/* Round `round` of exchange: the pattern with every 61st byte changed by the round. */
+static void fill_round(uint8_t *b, size_t n, long round)
+{
+	fill_pattern(b, n);
+	for (size_t i = 0; i < n; i += 61)
+		b[i] ^= (uint8_t)(round * 37 + 1);
 }
 
 /* Open any endpoint and connect it to HOST endpoint EP (30 tries of 1 s); NULL if that fails. */
@@ -617,12 +628,12 @@ static int exchange(int argc, char **argv)
 	if (r != OMX_SUCCESS)
 		return printf("connect: %s\n", omx_strerror(r)), 1;
 	uint8_t *sbuf = malloc(len ? len : 1), *rbuf = malloc(len ? len : 1);
-	fill_pattern(sbuf, len);
 	if (late)
 		sleep(1);
 	for (long i = 0; i < rounds; i++) {
 		omx_request_t sr, rr;
 		omx_status_t ss = { 0 }, rs = { 0 };
+		fill_round(sbuf, len, i); /* the receiver compares with the same round's */
 		memset(rbuf, 0, len);
 		if (receiving)
 			omx_irecv(ep, rbuf, len, 0xEC4A, ~0ull, NULL, &rr);
@@ -666,7 +677,6 @@ static int gather(int argc, char **argv)
 	uint32_t who[16];
 	long known = 0;
 	uint8_t *want = malloc(len ? len : 1), *rbuf = malloc(len ? len : 1);
-	fill_pattern(want, len);
 	sleep((unsigned)atoi(argv[5]));
 	for (long i = 0; i < n * senders; i++) {
 		omx_request_t rr;
@@ -675,8 +685,6 @@ static int gather(int argc, char **argv)
 		omx_irecv(ep, rbuf, len, 0xEC4A, ~0ull, NULL, &rr);
 		if (!poll_long(ep, &rr, &rs))
 			return printf("stalled after %ld\n", i), 1;
-		if (rs.code != OMX_SUCCESS || rs.xfer_length != len || memcmp(rbuf, want, len))
-			return printf("message %ld: %s, %u bytes\n", i, omx_strerror(rs.code), rs.xfer_length), 1;
 		uint64_t nic;
 		uint32_t idx;
 		omx_decompose_endpoint_addr(rs.addr, &nic, &idx);
@@ -688,6 +696,9 @@ static int gather(int argc, char **argv)
 				return printf("message %ld from an unexpected endpoint %u\n", i, idx), 1;
 			who[known++] = idx;
 		}
+		fill_round(want, len, got[k]); /* that sender's round (exchange) */
+		if (rs.code != OMX_SUCCESS || rs.xfer_length != len || memcmp(rbuf, want, len))
+			return printf("message %ld: %s, %u bytes\n", i, omx_strerror(rs.code), rs.xfer_length), 1;
 		got[k]++;
 	}
 	for (long k = 0; k < senders; k++) {

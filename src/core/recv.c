@@ -125,7 +125,7 @@ static OMX_HOT_PATH void message_received(struct omx_partner *p)
 	if (unacked == 0)
 		return;
 	/* Its sender waits for this ack to complete a medium it kept no copy of (send.c,
-	 * acked_not_copied): sent before anything else, in a ping-pong before our answer, so that the
+	 * send_without_copy): sent before anything else, in a ping-pong before our answer, so that the
 	 * sender has posted its receive when the answer comes. */
 	if (p->ack_at_once && omx_list_empty(&p->partial_recvs)) {
 		p->ack_at_once = 0;

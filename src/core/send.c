@@ -561,11 +561,8 @@ void omx__send_acks(struct omx_endpoint *ep, uint64_t now)
 	omx_list_for_each_safe(pos, tmp, &ep->ack_list) {
 		struct omx_partner *p = omx_container_of(pos, struct omx_partner, ack_elt);
 		int end = pos == last;
-		if (!(p->ack_state == 1 && now < p->ack_since_ns + omx__cfg.ack_delay_ns)) {
-			omx_list_del(&p->ack_elt);
-			p->ack_state = 0;
-			send_liback(ep, p);
-		}
+		if (!(p->ack_state == 1 && now < p->ack_since_ns + omx__cfg.ack_delay_ns))
+			omx__send_ack_now(p);
 		if (end)
 			break;
 	}
@@ -631,10 +628,15 @@ static void fill_send_status(union omx_request *r, struct omx_partner *p, omx_en
  * round trips took 6-25% less in three interleaved series (docs/performance.md, stop 60); at 32
  * and 64 KiB the wait for the ack cost as much as the copy (+8% to -27% at 32 KiB), so smaller
  * mediums keep completing early. One segment only: gathered segments need the copy anyway.
+ * Marks r so (its segments and partner set) and says whether it did.
  */
-static inline int acked_not_copied(struct omx_partner *p, uint32_t nseg, uint32_t len)
+static inline int send_without_copy(union omx_request *r, uint32_t len)
 {
-	return nseg == 1 && len >= omx__cfg.shared_ack_complete && same_host(p);
+	if (r->s.nseg != 1 || len < omx__cfg.shared_ack_complete || !same_host(r->s.partner))
+		return 0;
+	r->s.u.send.src = r->s.segs[0].ptr;
+	r->s.state |= OMX_RS_ACK_COMPLETE;
+	return 1;
 }
 
 static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request *r, int synchronous)
@@ -656,9 +658,7 @@ static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request
 	r->s.type = len <= OMX_TINY_MAX ? OMX_REQ_SEND_TINY : len <= OMX_SMALL_MAX ? OMX_REQ_SEND_SMALL : OMX_REQ_SEND_MEDIUM;
 	if (len <= OMX_SMALL_MAX) {
 		r->s.u.send.data = r->s.inline_data;
-	} else if (acked_not_copied(r->s.partner, r->s.nseg, len)) {
-		r->s.u.send.src = r->s.segs[0].ptr;
-		r->s.state |= OMX_RS_ACK_COMPLETE;
+	} else if (send_without_copy(r, len)) {
 		return OMX_SUCCESS;
 	} else {
 		r->s.u.send.data = omx__bounce_get(ep, len, &r->s.u.send.data_cap);
@@ -830,11 +830,8 @@ static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_p
 	(void)omx__req_set_segs(r, segs, nseg); /* at most OMX_REQ_INLINE_SEGS: cannot fail */
 	fill_send_status(r, p, dest, match, context);
 	const void *payload = segs[0].ptr;
-	int acked = acked_not_copied(p, nseg, len);
-	if (acked) {
-		r->s.u.send.src = payload;
-		r->s.state |= OMX_RS_ACK_COMPLETE;
-	} else if (!(r->s.u.send.data = omx__bounce_get(ep, len, &r->s.u.send.data_cap))) {
+	int acked = send_without_copy(r, len);
+	if (!acked && !(r->s.u.send.data = omx__bounce_get(ep, len, &r->s.u.send.data_cap))) {
 		omx__req_free(r);
 		omx__epunlock(&ep->lock);
 		return omx__error(ep, OMX_NO_RESOURCES, "Posting send");

@@ -7,6 +7,10 @@
  *            moving the application's buffer into shared pages (docs/performance.md, stop 50).
  *   cma    - the kernel's single copy: process_vm_readv from the sender's private buffer, in
  *            one call (what omx's and vader's single copy do).
+ *   cma-huge - the same from a private buffer in transparent huge pages (madvise MADV_HUGEPAGE
+ *            before its first write): the kernel then pins 2 MiB pages instead of 4 KiB ones
+ *            (what OMX_SHARED_HUGE_AFTER gives reused buffers of 1 MiB or more). Without huge
+ *            pages in force (THP "never") it reads like cma.
  *   two    - two copies, pipelined: the sender copies 32 KiB chunks into a shared buffer of 16
  *            chunks while the receiver copies earlier ones out (the shape of vader's two-copy
  *            path and of omx's pulls through its rings).
@@ -35,8 +39,9 @@
 #define CHUNKS 16u
 #define MAX_ROUNDS 64
 
-enum { MODE_MEMFD, MODE_CMA, MODE_TWO, MODES };
-static const char *const mode_name[MODES] = { "memfd", "cma", "two" };
+enum { MODE_MEMFD, MODE_CMA, MODE_TWO, MODE_CMA_HUGE, MODES };
+static const char *const mode_name[MODES] = { "memfd", "cma", "two", "cma-huge" };
+#define HUGE_PAGE (2u << 20)
 
 /* Shared by the two processes: the turn counter and the two-copy buffer's positions, each on its
  * own line. */
@@ -147,7 +152,14 @@ int main(int argc, char **argv)
 	uint8_t *recv_buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
 	for (int i = 0; i < 2; i++)
 		private_buf[i] = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
-	if (!recv_buf || !private_buf[0] || !private_buf[1])
+	size_t huge_len = (len + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+	uint8_t *huge_buf[2];
+	for (int i = 0; i < 2; i++) {
+		huge_buf[i] = aligned_alloc(HUGE_PAGE, huge_len);
+		if (huge_buf[i])
+			(void)madvise(huge_buf[i], huge_len, MADV_HUGEPAGE); /* a hint: cma then */
+	}
+	if (!recv_buf || !private_buf[0] || !private_buf[1] || !huge_buf[0] || !huge_buf[1])
 		return 1;
 	c->pid[0] = getpid();
 	pid_t child = fork();
@@ -159,6 +171,7 @@ int main(int argc, char **argv)
 	pin(me);
 	memset(recv_buf, 0x33, len);
 	memset(private_buf[me], 0x22 * (me + 1), len);
+	memset(huge_buf[me], 0x44 * (me + 1), huge_len);
 	if (!me) {
 		c->pid[1] = child;
 		store(&c->turn, 1);
@@ -189,8 +202,9 @@ int main(int argc, char **argv)
 						;
 					if (m == MODE_MEMFD) {
 						memcpy(recv_buf, shared_buf[sender], len);
-					} else if (m == MODE_CMA) {
-						struct iovec l = { recv_buf, len }, rv = { private_buf[sender], len };
+					} else if (m == MODE_CMA || m == MODE_CMA_HUGE) {
+						uint8_t *from = m == MODE_CMA ? private_buf[sender] : huge_buf[sender];
+						struct iovec l = { recv_buf, len }, rv = { from, len };
 						if (process_vm_readv(c->pid[sender], &l, 1, &rv, 1, 0) != (ssize_t)len) {
 							perror("share_copy: process_vm_readv");
 							exit(1);
@@ -208,6 +222,8 @@ int main(int argc, char **argv)
 	free(recv_buf);
 	free(private_buf[0]);
 	free(private_buf[1]);
+	free(huge_buf[0]);
+	free(huge_buf[1]);
 	if (me)
 		return 0;
 	int status;

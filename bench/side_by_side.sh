@@ -12,7 +12,8 @@
 # btl vader,self with btl_vader_single_copy_mechanism cma / none, or "ucx" (pml ucx,
 # UCX_TLS=sm,self); MTU [9000]; any OMX_* variable is passed to both ranks (the progress thread
 # stays on by default, as for any omx program); PAIRS_CSV=<file> keeps every pair of blocks
-# (transport,run,pair,length,MPI us,omx us,probe us), for analyses the summary does not make.
+# (transport,run,pair,length,MPI us,omx us,probe us), for analyses the summary does not make;
+# SIDE_BY_SIDE_PREPOST=1: omx's loop posts each receive before the send it answers (side_by_side.c).
 # Output: each run's per-length CSV lines on stderr (side_by_side.c), then one line per
 # (transport, length, placement) over the pairs of blocks of all runs, sorted by the shared-flag
 # probe taken right before each pair, against the lowest probe of the invocation: up to 1.4x
@@ -48,6 +49,7 @@ fi
 export OMX_PEERS="$TMP/peers" OMX_IFACES="${OMX_IF[0]}" OMX_LOCK_DIR="$TMP/lock"
 xs=()
 for v in $(compgen -e | grep '^OMX_'); do xs+=(-x "$v"); done
+[ -n "${SIDE_BY_SIDE_PREPOST:-}" ] && xs+=(-x SIDE_BY_SIDE_PREPOST)
 for ((r = 0; r < RUNS; r++)); do
 	for t in $TRANSPORTS; do
 		case $t in

@@ -730,7 +730,13 @@ static void copy_policy(void)
 	omx_copy_policy(&dear, &rndv, &min);
 	CHECK(rndv == 128 * 1024 && min == OMX_SINGLE_COPY_NEVER);
 	struct omx_copy_calib here;
+	/* The calibration binds the calling thread to its CPU while it measures the cross-CPU
+	 * copies: the thread's own affinity must come back whole (an application's, an MPI rank's). */
+	cpu_set_t before, after;
+	CHECK(sched_getaffinity(0, sizeof(before), &before) == 0);
 	CHECK(omx_copy_calibrate(&here) == 0);
+	CHECK(sched_getaffinity(0, sizeof(after), &after) == 0);
+	CHECK(CPU_EQUAL(&before, &after));
 	CHECK(here.ok && here.cma_fixed_ns > 0 && here.memcpy_ns_per_kib > 0 && here.cma_ns_per_kib >= 0);
 	/* A second CPU here (the tests run on two or more): the cross-CPU figure is measured, or
 	 * said missed when the other CPU did not run the helper within the budget (this VM's vCPU 0

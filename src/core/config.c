@@ -211,6 +211,7 @@ static void load_thresholds(struct omx_config *c, uint32_t medium_max)
 	c->shared_single_copy_min_auto = env_auto("OMX_SHARED_SINGLE_COPY_MIN");
 	c->shared_single_copy_min = c->shared_single_copy_min_auto ? 0 : env_u32("OMX_SHARED_SINGLE_COPY_MIN", NULL, 0);
 	c->shared_medium_cap = medium_max;
+	c->shared_live = env_u32("OMX_SHARED_LIVE", NULL, 1) != 0;
 	if (c->rndv_threshold < OMX_SMALL_MAX)
 		c->rndv_threshold = OMX_SMALL_MAX;
 	if (c->rndv_threshold > medium_max)

@@ -55,6 +55,7 @@ struct omx_config {
 	int shared_rndv_auto;            /* the two above unset: measured (omx__shared_policy_resolve) */
 	int shared_single_copy_min_auto;
 	uint32_t shared_medium_cap;      /* the mode's largest medium: clamp of shared_rndv_threshold */
+	int shared_live; /* OMX_SHARED_LIVE: with shared_rndv_auto, the boundary follows the placement (shared.c) */
 	uint32_t resends_max;
 	uint32_t zombie_max;
 	uint32_t notacked_max;
@@ -380,6 +381,7 @@ struct omx_partner {
 	uint8_t same_host; /* send.c's same_host(): 0 not looked yet, 1 an endpoint of this host with
 			     a shared-memory ring on our side, 2 not (fixed for the partner's life) */
 	struct omx_copy_choice copy_choice; /* same host: its rendezvous, single copy or pulled (shared.c) */
+	struct omx_copy_live copy_live; /* same host: the eager/rendezvous boundary of the moment (shared.c) */
 };
 
 /* ---- endpoints ---- */
@@ -421,6 +423,10 @@ struct omx_endpoint {
 	unsigned idle_skips; /* calls in a row that found the same-host ring empty and made no pass */
 	uint64_t idle_skipped; /* such calls in all (the close summary) */
 	int local_seen; /* a frame came through the same-host transport: the fast receive is worth a look */
+	/* Our copies of eager mediums out of our ring (shared.c, omx__shared_medium_copied): the
+	 * figure published in its header, and when it was last sampled (ep->now_ns). */
+	uint32_t copy_out_ns_kib;
+	uint64_t copy_out_at_ns;
 	uint64_t fast_recvs; /* frames omx__recv_local_fast took (the close summary, OMX_VERBOSE) */
 	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
 	unsigned local_nack_count;
@@ -830,6 +836,18 @@ int omx__shared_mode_string(char *buf, size_t len);
 /* "single copy from N B", or (OMX_SHARED_SINGLE_COPY_MIN=auto) the guess and where the timed
  * choice starts: for omx_info and the verbose policy line. */
 void omx__shared_single_copy_text(char *buf, size_t len);
+/* The placement of the moment (shm.h, omx_copy_live), for same-host partners with
+ * OMX_SHARED_RNDV_THRESHOLD auto: the rendezvous threshold for a len-byte message to p (len
+ * itself for a message sent eager to look at the placement again), and the single copy's minimum
+ * its export offers. */
+uint32_t omx__shared_rndv_for(struct omx_endpoint *ep, struct omx_partner *p, uint32_t len);
+uint32_t omx__shared_single_copy_min_for(struct omx_partner *p);
+/* A len-byte eager medium went to p (same host): its receiver may time it. */
+void omx__shared_medium_sent(struct omx_endpoint *ep, struct omx_partner *p, uint32_t len);
+uint64_t omx__shared_live_looks(void); /* band messages of this process sent eager for that */
+/* Time this copy of n bytes of a same-host medium out of our ring? Then its start, else 0. */
+uint64_t omx__shared_copy_out_timing(struct omx_endpoint *ep, uint32_t n);
+void omx__shared_copy_out_done(struct omx_endpoint *ep, uint32_t n, uint64_t start);
 void omx__shared_stats(uint64_t *single_copies, uint64_t *bytes, uint64_t *fallbacks, uint64_t *pulled,
 			uint64_t *coop_written, uint64_t *chosen_pulls);
 uint64_t omx__shared_pool_copies(void); /* of the single copies, those read from senders' pools */

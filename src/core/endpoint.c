@@ -575,12 +575,14 @@ omx_return_t omx_close_endpoint(omx_endpoint_t ep)
 			     "%llu dead-producer slots skipped; process: %llu single copies (%llu bytes), %llu fallbacks to pull, "
 			     "%llu pulled as the sender chose, %llu bytes written for receivers' single copies, "
 			     "%llu pulled as we chose (faster here); %llu frames received on the fast path; "
-			     "%llu idle calls without a pass; %llu single copies read from shared pools\n",
+			     "%llu idle calls without a pass; %llu single copies read from shared pools; "
+			     "%llu messages sent eager to time the placement, our copies out of the ring last %.1f ns/KiB\n",
 			     ep->endpoint_index, (unsigned long long)ls.ring_frames, (unsigned long long)ls.socket_frames,
 			     (unsigned long long)ls.ring_skipped, (unsigned long long)sc, (unsigned long long)sb,
 			     (unsigned long long)fb, (unsigned long long)pl, (unsigned long long)cw, (unsigned long long)cp,
 			     (unsigned long long)ep->fast_recvs, (unsigned long long)ep->idle_skipped,
-			     (unsigned long long)omx__shared_pool_copies());
+			     (unsigned long long)omx__shared_pool_copies(), (unsigned long long)omx__shared_live_looks(),
+			     ep->copy_out_ns_kib / 16.0);
 	}
 	endpoint_free(ep);
 	return OMX_SUCCESS;

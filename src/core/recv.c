@@ -161,7 +161,8 @@ static void medium_done(union omx_request *r)
 static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const struct omx_pkt *pkt)
 {
 	uint8_t i = pkt->u.msg.frag_seqnum;
-	uint32_t off = frag_offset(omx__wp_for(ep, r->s.partner->mac), i);
+	const struct omx_wire_params *wp = omx__wp_for(ep, r->s.partner->mac);
+	uint32_t off = frag_offset(wp, i);
 	uint32_t n = pkt->u.msg.frag_length;
 	if ((r->s.u.recv.frags_mask >> i) & 1) {
 		omx__count(ep->board, OMX_C_X_DROP_DUPLICATE);
@@ -174,6 +175,8 @@ static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const
 	r->s.u.recv.frags_mask |= 1u << i;
 	r->s.u.recv.received += n;
 	omx__count(ep->board, OMX_C_RECV_MEDIUM_FRAG);
+	/* Out of our ring, its copy may be timed: the placement of the moment (shared.c). */
+	uint64_t timed = pkt->payload && wp == &ep->wp_local ? omx__shared_copy_out_timing(ep, n) : 0;
 	if (!pkt->payload) {
 		/* placed: the bytes are in r's buffer already (omx__medium_place) */
 	} else if (r->s.u.recv.unexp_buf) {
@@ -182,6 +185,8 @@ static void medium_add_frag(struct omx_endpoint *ep, union omx_request *r, const
 		uint32_t m = r->s.status.xfer_length - off < n ? r->s.status.xfer_length - off : n;
 		omx__copy_to_segs(r->s.segs, r->s.nseg, off, pkt->payload, m);
 	}
+	if (timed)
+		omx__shared_copy_out_done(ep, n, timed);
 	if (r->s.u.recv.received >= r->s.status.msg_length)
 		medium_done(r);
 	else

@@ -149,6 +149,8 @@ void omx__send_sequenced(union omx_request *r)
 		}
 		if (nf)
 			omx__send_frames(ep, frags, nf, OMX_C_SEND_MEDIUMSQ_FRAG);
+		if (same_host(r->s.partner))
+			omx__shared_medium_sent(ep, r->s.partner, len);
 		if (len > ep->split_medium_min && wp == &ep->wp)
 			omx__lane_bulk_sent(ep);
 		if (r->s.u.send.src && !(r->s.state & OMX_RS_ACK_COMPLETE)) {
@@ -642,7 +644,7 @@ static inline int send_without_copy(union omx_request *r, uint32_t len)
 static omx_return_t classify_and_copy(struct omx_endpoint *ep, union omx_request *r, int synchronous)
 {
 	uint32_t len = r->s.total_len;
-	uint32_t threshold = same_host(r->s.partner) ? omx__cfg.shared_rndv_threshold : omx__rndv_threshold(&ep->wp);
+	uint32_t threshold = same_host(r->s.partner) ? omx__shared_rndv_for(ep, r->s.partner, len) : omx__rndv_threshold(&ep->wp);
 	/* The parameters the medium will be cut with (omx__send_sequenced): same-host mediums may be
 	 * larger or smaller than the interface's (wire.c: 32 KiB fragments whatever the MTU). */
 	uint32_t medium_max = omx__wp_for(ep, r->s.partner->mac)->medium_max;
@@ -812,10 +814,11 @@ static uint32_t medium_local_len(struct omx_endpoint *ep, struct omx_partner *p,
 		len += segs[i].len;
 	}
 	const struct omx_wire_params *wp = &ep->wp_local;
-	if (len <= OMX_SMALL_MAX || len > omx__cfg.shared_rndv_threshold || len > wp->medium_frag_max ||
-	    len > wp->medium_max || (len >= omx__cfg.shared_pool_rndv && omx__shared_pooled(segs, nseg)))
+	if (len <= OMX_SMALL_MAX || len > wp->medium_frag_max || len > wp->medium_max ||
+	    (len >= omx__cfg.shared_pool_rndv && omx__shared_pooled(segs, nseg)) || !local_send_open(p) ||
+	    !medium_room_for(p, len) || len > omx__shared_rndv_for(ep, p, (uint32_t)len))
 		return UINT32_MAX;
-	return local_send_open(p) && medium_room_for(p, len) ? (uint32_t)len : UINT32_MAX;
+	return (uint32_t)len;
 }
 
 static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_partner *p, const omx_seg_t *segs,
@@ -850,6 +853,7 @@ static omx_return_t post_send_medium_local(struct omx_endpoint *ep, struct omx_p
 	 * resend timer sends it by the general path, from the copy. */
 	ep->tx_failed = 0;
 	(void)omx__send_medium_partner(ep, p, r->s.seqnum, match, payload, len);
+	omx__shared_medium_sent(ep, p, len);
 	if (nseg == 1 && !acked)
 		memcpy(r->s.u.send.data, payload, len);
 	tx_check(r);

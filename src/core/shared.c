@@ -33,6 +33,7 @@ static struct {
 	uint64_t coop_written_bytes; /* by us, into our receivers' buffers */
 	uint64_t pulled; /* rendezvous the sender offered for pulling only (its policy) */
 	uint64_t chosen_pulls; /* rendezvous offered for the single copy that we pulled (adaptive) */
+	uint64_t live_looks; /* band messages sent eager to time the placement (omx__shared_rndv_for) */
 	int denied; /* errno of the first EPERM-like failure: single copy abandoned */
 } stats;
 
@@ -40,6 +41,8 @@ static struct {
 static struct omx_copy_calib calib;
 static int calib_err = -EAGAIN; /* not measured yet */
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
+/* The boundary follows the placement (omx__shared_rndv_for): measured, and where it matters. */
+static int live_on;
 
 void omx__shared_single_copy_text(char *buf, size_t len)
 {
@@ -67,18 +70,78 @@ static void policy_resolve_once(void)
 	}
 	if (c->shared_single_copy_min_auto)
 		c->shared_single_copy_min = min;
+	live_on = c->shared_rndv_auto && c->shared_live && !calib_err && omx_copy_live_useful(&calib);
 	char from[96];
 	omx__shared_single_copy_text(from, sizeof(from));
 	omx__verbose("same-host policy: process_vm_readv %.0f ns + %.1f ns/KiB, memcpy %.1f ns/KiB, two copies "
-		     "between CPUs %.1f ns/KiB%s%s: rendezvous above %u B, %s\n",
+		     "between CPUs %.1f ns/KiB%s%s: rendezvous above %u B, %s%s\n",
 		     calib.cma_fixed_ns, calib.cma_ns_per_kib, calib.memcpy_ns_per_kib, calib.cross_ns_per_kib,
 		     calib.cross_missed ? " (the other CPU too busy: guessed from memcpy)" : "",
-		     calib_err ? " (not measured)" : "", c->shared_rndv_threshold, from);
+		     calib_err ? " (not measured)" : "", c->shared_rndv_threshold, from,
+		     live_on ? "; from 4 to 128 KiB the boundary follows the receivers' copies of the moment" : "");
 }
 
 void omx__shared_policy_resolve(void)
 {
 	(void)pthread_once(&policy_once, policy_resolve_once);
+}
+
+/* ---- the eager/rendezvous boundary of the moment (shm.h, omx_copy_live) ---- */
+
+uint32_t omx__shared_rndv_for(struct omx_endpoint *ep, struct omx_partner *p, uint32_t len)
+{
+	const struct omx_config *c = &omx__cfg;
+	if (!live_on || len <= OMX_COPY_LIVE_LO || len > OMX_COPY_LIVE_HI || !ep->local)
+		return c->shared_rndv_threshold;
+	struct omx_copy_live *l = &p->copy_live;
+	struct omx_shm_ring *ring = omx_net_local_peer_ring_routed(ep->local, &p->route, p->mac, p->endpoint_index);
+	omx_copy_live_policy(l, &calib, ring ? omx_shm_ring_copy_out(ring) : 0);
+	uint32_t t = l->rndv < OMX_SMALL_MAX ? OMX_SMALL_MAX : l->rndv;
+	if (t > c->shared_medium_cap)
+		t = c->shared_medium_cap;
+	/* A rendezvous sends no medium that could tell the placement moved: one in a while goes
+	 * eager, to be timed (at most one every OMX_COPY_LIVE_STALE_NS, a few per second). */
+	uint64_t now = ep->now_ns;
+	if (len > t && len <= c->shared_medium_cap && now - l->eager_at_ns >= OMX_COPY_LIVE_STALE_NS &&
+	    now - l->looked_at_ns >= OMX_COPY_LIVE_STALE_NS) {
+		l->looked_at_ns = now;
+		__atomic_fetch_add(&stats.live_looks, 1, __ATOMIC_RELAXED);
+		return len;
+	}
+	return t;
+}
+
+uint64_t omx__shared_live_looks(void)
+{
+	return __atomic_load_n(&stats.live_looks, __ATOMIC_RELAXED);
+}
+
+uint32_t omx__shared_single_copy_min_for(struct omx_partner *p)
+{
+	const struct omx_config *c = &omx__cfg;
+	return live_on && c->shared_single_copy_min_auto && p->copy_live.made ? p->copy_live.single_min :
+										  c->shared_single_copy_min;
+}
+
+void omx__shared_medium_sent(struct omx_endpoint *ep, struct omx_partner *p, uint32_t len)
+{
+	if (len >= OMX_COPY_LIVE_MIN)
+		p->copy_live.eager_at_ns = ep->now_ns;
+}
+
+uint64_t omx__shared_copy_out_timing(struct omx_endpoint *ep, uint32_t n)
+{
+	if (!live_on || n < OMX_COPY_LIVE_MIN || !ep->own_ring || ep->now_ns - ep->copy_out_at_ns < OMX_COPY_LIVE_EVERY_NS)
+		return 0;
+	return omx_now_ns();
+}
+
+void omx__shared_copy_out_done(struct omx_endpoint *ep, uint32_t n, uint64_t start)
+{
+	uint64_t end = omx_now_ns();
+	ep->copy_out_ns_kib = omx_copy_live_smooth(ep->copy_out_ns_kib, n, end - start);
+	ep->copy_out_at_ns = end;
+	omx_shm_ring_set_copy_out(ep->own_ring, ep->copy_out_ns_kib);
 }
 
 uint16_t omx__shared_send_window(struct omx_endpoint *ep)
@@ -261,7 +324,7 @@ int omx__shared_export(union omx_request *r)
 		iov[i].iov_len = r->s.segs[i].len;
 	}
 	int pooled = pool_head(ep, r->s.u.send.region, iov, n);
-	int pull_pays = !pooled && !adapted(r->s.total_len) && r->s.total_len < omx__cfg.shared_single_copy_min &&
+	int pull_pays = !pooled && !adapted(r->s.total_len) && r->s.total_len < omx__shared_single_copy_min_for(r->s.partner) &&
 			ep->wp_local.pull_reply_max >= PULL_REPLY_PAYS;
 	if (!omx__cfg.shared_single_copy || pull_pays) {
 		/* Single copy off, or dearer than pulling here: say so, the receiver pulls without
@@ -461,7 +524,9 @@ int omx__shared_mode_string(char *buf, size_t len)
 		 "rndv above %u B%s, %s%s%s%s, non-temporal copies from %llu B%s%s%s; ring slots taken by %s; "
 		 "buffers from omx_shared_alloc "
 		 "(up to %llu MiB) read with memcpy from %u B",
-		 omx__cfg.shared_rndv_threshold, omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop, huge,
+		 omx__cfg.shared_rndv_threshold,
+		 live_on ? " (auto; from 4 to 128 KiB per partner, from the eager mediums' times of the moment)" :
+		 omx__cfg.shared_rndv_auto ? " (auto)" : "", from, measured, coop, huge,
 		 (unsigned long long)omx_copy_nt_threshold(), omx_copy_nt_available() ? "" : " (unavailable)",
 		 *hw ? ", " : "", hw, omx_shm_own_lines() ? "empty-mask stores" : "PREFETCHW",
 		 (unsigned long long)(omx__cfg.shared_pool_bytes >> 20), omx__cfg.shared_pool_rndv);

@@ -399,3 +399,57 @@ void omx_copy_choice_record(struct omx_copy_choice *c, uint32_t len, int single,
 		x = (3ull * *v + (x < 2ull * *v ? x : 2ull * *v)) / 4;
 	*v = x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
 }
+
+/* ---- the boundary from the placement of the moment (shm.h, omx_copy_live) ---- */
+
+_Static_assert(OMX_COPY_LIVE_LO == RNDV_FLOOR && OMX_COPY_LIVE_HI == EAGER_CAP, "the live band is the model's");
+
+uint32_t omx_copy_live_smooth(uint32_t v, uint32_t len, uint64_t ns)
+{
+	if (!len)
+		return v;
+	uint64_t x = ns * 16u * 1024u / len + 1; /* never 0 (unknown) */
+	if (v && x > 2ull * v)
+		x = 2ull * v;
+	return x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
+}
+
+int omx_copy_live_useful(const struct omx_copy_calib *c)
+{
+	return c->ok && c->cma_fixed_ns + 16.0 * c->cma_ns_per_kib >= CMA_DEAR_16K_NS;
+}
+
+/*
+ * The receiver's copy out stands for both copies (LIVE_TWO_COPIES of it): the sender's copy in
+ * writes the lines the receiver last read, and moves them about as dearly. On the Zen 3 VM
+ * (stop 62) the copy out of lines another thread had just written took 33-40 ns/KiB with the
+ * vCPUs nearest (one core's two threads), 45-77 near, 110-150 (to 300) far apart; the model then
+ * answers eager up to 128 KiB nearest, to 64 KiB near and to 16 KiB far apart, what the pairs of
+ * bench/side_by_side found fastest in each state (16 KiB far apart: 5.6 us eager against 7.4 as
+ * a rendezvous; 32 KiB 9.3 against 10.2; near, eager 2x faster to 128 KiB). Fed the sum of the
+ * sender's and the receiver's times instead, the model chose the rendezvous near: a sender's
+ * time of an eager medium sent among rendezvous reads slots out of every cache (13-52 us for 64
+ * KiB, 6-20 in a stream of them).
+ */
+#define LIVE_TWO_COPIES 2.0
+
+static int moved(uint32_t now, uint32_t then)
+{
+	uint32_t d = now > then ? now - then : then - now;
+	return (!now) != (!then) || d > then / 8;
+}
+
+void omx_copy_live_policy(struct omx_copy_live *l, const struct omx_copy_calib *c, uint32_t out_ns_kib)
+{
+	if (l->made && !moved(out_ns_kib, l->made_out))
+		return;
+	struct omx_copy_calib live = *c;
+	if (out_ns_kib) {
+		live.cross_ns_per_kib = LIVE_TWO_COPIES * out_ns_kib / 16.0;
+		live.cross_missed = 0;
+		live.ring_owns_lines = 0;
+	}
+	omx_copy_policy(&live, &l->rndv, &l->single_min);
+	l->made_out = out_ns_kib;
+	l->made = 1;
+}

@@ -320,6 +320,19 @@ uint32_t omx_shm_ring_session(struct omx_shm_ring *r)
 	return r->h->session;
 }
 
+void omx_shm_ring_set_copy_out(struct omx_shm_ring *own, uint32_t ns_kib)
+{
+	uint32_t old = __atomic_load_n(&own->h->copy_out_ns_kib, __ATOMIC_RELAXED);
+	uint32_t d = old > ns_kib ? old - ns_kib : ns_kib - old;
+	if (d > old / 8) /* the line its producers read stays in their caches between real moves */
+		__atomic_store_n(&own->h->copy_out_ns_kib, ns_kib, __ATOMIC_RELAXED);
+}
+
+uint32_t omx_shm_ring_copy_out(const struct omx_shm_ring *r)
+{
+	return __atomic_load_n(&r->h->copy_out_ns_kib, __ATOMIC_RELAXED);
+}
+
 int omx_shm_ring_closed(struct omx_shm_ring *r)
 {
 	return __atomic_load_n(&r->h->closed, __ATOMIC_ACQUIRE) != 0;

@@ -58,6 +58,11 @@ struct ring_hdr {
 	/* The id of the owner process's pool of shared buffers (pool.c), set at its first export of
 	 * one; 0: none (and in rings of libraries before it: the bytes were padding). */
 	uint32_t pool_id;
+	/* What the owner's copies of eager mediums out of this ring take, 1/16 ns per KiB (0: not
+	 * measured; rings of libraries before it: padding). Written by the owner at most once a
+	 * millisecond, and only when it moved by an eighth: its producers read the line each time
+	 * they choose between an eager medium and a rendezvous (calib.c, omx_copy_live_policy). */
+	uint32_t copy_out_ns_kib;
 	uint32_t waiting __attribute__((aligned(64)));
 	uint32_t sock_hint; /* bumped by producers that sent a frame to the owner's socket instead */
 	uint64_t tail __attribute__((aligned(64)));
@@ -67,8 +72,9 @@ struct ring_hdr {
 	struct export_ent exports[OMX_SHM_EXPORTS] __attribute__((aligned(64)));
 };
 
-/* pool_id went into what was padding: the lines every library version reads stay where they were. */
-_Static_assert(offsetof(struct ring_hdr, pool_id) == 56 && offsetof(struct ring_hdr, waiting) == 64,
+/* pool_id and copy_out_ns_kib went into what was padding: the lines every library version reads stay where they were. */
+_Static_assert(offsetof(struct ring_hdr, pool_id) == 56 && offsetof(struct ring_hdr, copy_out_ns_kib) == 60 &&
+		       offsetof(struct ring_hdr, waiting) == 64,
 	       "ring header layout");
 
 /* seq is pos + 1 once the frame of position pos is published (pos + 1 - slot count before: the

@@ -46,6 +46,10 @@ int omx_shm_ring_push(struct omx_shm_ring *r, const struct iovec *iov, unsigned 
 int omx_shm_ring_owner_alive(struct omx_shm_ring *r);
 int omx_shm_ring_closed(struct omx_shm_ring *r);
 uint32_t omx_shm_ring_session(struct omx_shm_ring *r); /* the owner endpoint's session */
+/* The owner's copies of eager mediums out of its ring, 1/16 ns per KiB, published in the ring's
+ * header for its producers (0: not measured; omx_copy_live_policy). */
+void omx_shm_ring_set_copy_out(struct omx_shm_ring *own, uint32_t ns_kib);
+uint32_t omx_shm_ring_copy_out(const struct omx_shm_ring *r);
 
 /* Consumer: deliver up to max frames in order (views into the slot, valid during the call). */
 typedef void (*omx_shm_rx_fn)(void *arg, const uint8_t *frame, size_t len);
@@ -195,6 +199,43 @@ struct omx_copy_choice {
 int omx_copy_choice_single(struct omx_copy_choice *c, uint32_t len, int guess_single);
 /* A len-byte message took ns to arrive by the single copy (single) or by pulls. */
 void omx_copy_choice_record(struct omx_copy_choice *c, uint32_t len, int single, uint64_t ns);
+
+/*
+ * The eager/rendezvous boundary from the vCPUs' placement of the moment (calib.c). On the Zen 3
+ * VM the host moves the two vCPUs between near and far apart every 50-400 ms (a cache line's
+ * round trip 75-130 ns against 410-500), so the boundary the calibration chose once per process
+ * was right or wrong by chance. A receiver times its copies of eager mediums out of its ring (the
+ * lines its producer has just written: what they cost to move here is the placement), at most
+ * once a millisecond, and publishes the figure in its ring's header; a sender feeds it to the
+ * calibration's model in place of the two copies between CPUs.
+ */
+#define OMX_COPY_LIVE_MIN 8192u          /* fragments timed from this size */
+#define OMX_COPY_LIVE_EVERY_NS 1000000u  /* at most one sample a millisecond */
+/* The boundary falls between these (calib.c's RNDV_FLOOR and EAGER_CAP): messages outside are
+ * eager or rendezvous whatever the placement. */
+#define OMX_COPY_LIVE_LO 4096u
+#define OMX_COPY_LIVE_HI (128u << 10)
+/* With the rendezvous chosen, no medium of the band is sent and the receiver's figure ages: after
+ * this long without an eager medium of OMX_COPY_LIVE_MIN bytes or more to the partner, the next
+ * message of the band goes eager, to be timed (a few a second at most). */
+#define OMX_COPY_LIVE_STALE_NS 20000000u
+struct omx_copy_live {
+	uint64_t eager_at_ns;  /* when we last sent the partner an eager medium it may time */
+	uint64_t looked_at_ns; /* when a message of the band last went eager for that */
+	uint32_t made_out;     /* the receiver's figure rndv and single_min were made from, if made */
+	int made;
+	uint32_t rndv, single_min; /* as omx_copy_policy's */
+};
+/* A figure (1/16 ns per KiB, 0 unknown) after a copy of len bytes taking ns: a faster sample is
+ * taken as it is, a slower one counted for at most twice the figure (a preempted copy, a page
+ * fault; a real move apart takes two samples). */
+uint32_t omx_copy_live_smooth(uint32_t v, uint32_t len, uint64_t ns);
+/* Does the placement matter to omx_copy_policy's answer here (calibrated, and the kernel's copy
+ * dear enough for the model to be asked at all)? */
+int omx_copy_live_useful(const struct omx_copy_calib *c);
+/* l->rndv and l->single_min from the calibration and the receiver's figure (out_ns_kib, 1/16 ns
+ * per KiB; 0 unknown: the calibration's own answer). Remade only when it moved by an eighth. */
+void omx_copy_live_policy(struct omx_copy_live *l, const struct omx_copy_calib *c, uint32_t out_ns_kib);
 
 /* CLOCK_MONOTONIC in nanoseconds (this layer's clock: stall deadlines, calibration). */
 uint64_t omx_shm_now_ns(void);

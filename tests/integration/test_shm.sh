@@ -137,7 +137,7 @@ check "senders helping in 4 KiB chunks wrote part of the data ($cw bytes)" test 
 
 # --- shared buffers (omx_shared_alloc, omx_stress -A): receivers read them from the sender's
 # pool with memcpy, from OMX_SHARED_POOL_RNDV on, whatever the measured policy ----------------
-pool_copies() { sed -n 's/.*; \([0-9]*\) single copies read from shared pools$/\1/p' "$TMP/$1.log" | tail -n 1; }
+pool_copies() { sed -n 's/.*; \([0-9]*\) single copies read from shared pools;.*/\1/p' "$TMP/$1.log" | tail -n 1; }
 PAIR_ENV=()
 check "shared buffers: every size class 32 B..4 MiB intact, in order" pair poolsizes -A -n 300 -z $SIZES -w 8
 check "shared buffers: random sizes and matches up to 4 MiB, $N messages each way" pair pool -A -n "$N" -m 4194304 -w 16
@@ -166,6 +166,28 @@ else
 fi
 pf=$(find "$TMP/shm" -name '*.pool' | wc -l)
 check "the pools' files went with their processes ($pf left)" test "$pf" = 0
+
+# --- the eager/rendezvous boundary of the moment (stop 62): with the measured policy, receivers
+# time their copies of eager mediums out of their rings and senders choose from that figure per
+# message (src/shm/calib.c, omx_copy_live); eager and rendezvous then alternate for one size -------
+# copyout NAME: the receivers' figure at close ("our copies out of the ring last X ns/KiB"), both ends
+copyout() { sed -n 's/.*our copies out of the ring last \([0-9.]*\) ns\/KiB.*/\1/p' "$TMP/$1.a.log" "$TMP/$1.b.log" | sort -g | tail -n 1; }
+PAIR_ENV=()
+check "measured policy: random sizes and matches up to 128 KiB intact, in order, $N messages each way" \
+	pair live -n "$N" -m 131072 -w 16
+co=$(copyout live)
+if grep -q "the boundary follows the receivers' copies" "$TMP/live.a.log"; then
+	check "the boundary follows the placement: receivers timed their copies out of the ring (${co:-?} ns/KiB)" \
+		awk -v v="${co:-0}" 'BEGIN { exit !(v > 0) }'
+else
+	check "the boundary is fixed here (kernel copy cheap or not measured): nothing timed (${co:-?})" \
+		awk -v v="${co:-1}" 'BEGIN { exit !(v == 0) }'
+fi
+PAIR_ENV=(OMX_SHARED_LIVE=0)
+check "OMX_SHARED_LIVE=0: random sizes up to 128 KiB intact" pair nolive -n "$N" -m 131072 -w 16
+co=$(copyout nolive)
+check "OMX_SHARED_LIVE=0: nothing timed (${co:-?})" awk -v v="${co:-1}" 'BEGIN { exit !(v == 0) }'
+PAIR_ENV=("${ALWAYS_ONE_COPY[@]}")
 
 # --- the sender's choice: pulls below the single-copy minimum -----------------------------
 PAIR_ENV=(OMX_SHARED_RNDV_THRESHOLD=4096 OMX_SHARED_SINGLE_COPY_MIN=1048576)

@@ -92,7 +92,7 @@ HEAP=$OMX_BUILD/src/libomx-shared-heap.so
 if [ -e "$HEAP" ] && { [ -z "${MPI_JOBS:-}" ] || [[ " $MPI_JOBS " == *" heap2 "* ]]; }; then
 	MPI_ENV="OMX_FI_VERBOSE=1 OMX_DEBUG_SIGNAL=2 OMX_VERBOSE=1 LD_PRELOAD=$HEAP"
 	job heap2 "0:2" 2 1 data
-	pc=$(sed -n 's/.*; \([0-9]*\) single copies read from shared pools$/\1/p' "$TMP/heap2.log" | awk '{s += $1} END {print s + 0}')
+	pc=$(sed -n 's/.*; \([0-9]*\) single copies read from shared pools;.*/\1/p' "$TMP/heap2.log" | awk '{s += $1} END {print s + 0}')
 	check "heap2: large MPI messages read from the senders' pools ($pc single copies)" test "$pc" -gt 0
 	# the receive buffers are pooled too, behind the provider's header: senders write their share
 	cw=$(sed -n 's/.* \([0-9]*\) bytes written for receivers. single copies.*/\1/p' "$TMP/heap2.log" | awk '{s += $1} END {print s + 0}')

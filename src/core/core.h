@@ -423,10 +423,10 @@ struct omx_endpoint {
 	unsigned idle_skips; /* calls in a row that found the same-host ring empty and made no pass */
 	uint64_t idle_skipped; /* such calls in all (the close summary) */
 	int local_seen; /* a frame came through the same-host transport: the fast receive is worth a look */
-	/* Our copies of eager mediums out of our ring (shared.c, omx__shared_medium_copied): the
-	 * figure published in its header, and when it was last sampled (ep->now_ns). */
+	/* Our copies of eager mediums out of our ring (shared.c, omx__shared_copy_out_done): the
+	 * last samples, and the figure published in its header from them. */
+	struct omx_copy_live_out copy_out;
 	uint32_t copy_out_ns_kib;
-	uint64_t copy_out_at_ns;
 	uint64_t fast_recvs; /* frames omx__recv_local_fast took (the close summary, OMX_VERBOSE) */
 	uint8_t local_nacks[16][OMX_FRAME_MIN]; /* NACKs for refused local sends, handled next pass */
 	unsigned local_nack_count;

@@ -131,7 +131,7 @@ void omx__shared_medium_sent(struct omx_endpoint *ep, struct omx_partner *p, uin
 
 uint64_t omx__shared_copy_out_timing(struct omx_endpoint *ep, uint32_t n)
 {
-	if (!live_on || n < OMX_COPY_LIVE_MIN || !ep->own_ring || ep->now_ns - ep->copy_out_at_ns < OMX_COPY_LIVE_EVERY_NS)
+	if (!live_on || n < OMX_COPY_LIVE_MIN || !ep->own_ring || ep->now_ns - ep->copy_out.at_ns < OMX_COPY_LIVE_EVERY_NS)
 		return 0;
 	return omx_now_ns();
 }
@@ -139,8 +139,7 @@ uint64_t omx__shared_copy_out_timing(struct omx_endpoint *ep, uint32_t n)
 void omx__shared_copy_out_done(struct omx_endpoint *ep, uint32_t n, uint64_t start)
 {
 	uint64_t end = omx_now_ns();
-	ep->copy_out_ns_kib = omx_copy_live_smooth(ep->copy_out_ns_kib, n, end - start);
-	ep->copy_out_at_ns = end;
+	ep->copy_out_ns_kib = omx_copy_live_out_add(&ep->copy_out, n, end - start, ep->now_ns);
 	omx_shm_ring_set_copy_out(ep->own_ring, ep->copy_out_ns_kib);
 }
 

@@ -404,14 +404,33 @@ void omx_copy_choice_record(struct omx_copy_choice *c, uint32_t len, int single,
 
 _Static_assert(OMX_COPY_LIVE_LO == RNDV_FLOOR && OMX_COPY_LIVE_HI == EAGER_CAP, "the live band is the model's");
 
-uint32_t omx_copy_live_smooth(uint32_t v, uint32_t len, uint64_t ns)
+static uint32_t second_fastest(const uint32_t *s, uint32_t k)
 {
+	uint32_t a = UINT32_MAX, b = UINT32_MAX; /* a <= b: the fastest two */
+	for (uint32_t i = 0; i < k; i++) {
+		if (s[i] < a) {
+			b = a;
+			a = s[i];
+		} else if (s[i] < b) {
+			b = s[i];
+		}
+	}
+	return k >= 2 ? b : a;
+}
+
+uint32_t omx_copy_live_out_add(struct omx_copy_live_out *o, uint32_t len, uint64_t ns, uint64_t now_ns)
+{
+	uint32_t k = o->n < OMX_COPY_LIVE_SAMPLES ? o->n : OMX_COPY_LIVE_SAMPLES;
 	if (!len)
-		return v;
+		return k ? second_fastest(o->s, k) : 0;
+	if (o->n && now_ns - o->at_ns > OMX_COPY_LIVE_WINDOW_NS)
+		o->n = 0; /* the last samples are from another moment */
 	uint64_t x = ns * 16u * 1024u / len + 1; /* never 0 (unknown) */
-	if (v && x > 2ull * v)
-		x = 2ull * v;
-	return x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
+	o->s[o->n % OMX_COPY_LIVE_SAMPLES] = x < UINT32_MAX ? (uint32_t)x : UINT32_MAX;
+	o->n = o->n + 1 < 2 * OMX_COPY_LIVE_SAMPLES ? o->n + 1 : OMX_COPY_LIVE_SAMPLES; /* wraps in step */
+	o->at_ns = now_ns;
+	k = o->n < OMX_COPY_LIVE_SAMPLES ? o->n : OMX_COPY_LIVE_SAMPLES;
+	return second_fastest(o->s, k);
 }
 
 int omx_copy_live_useful(const struct omx_copy_calib *c)
@@ -423,15 +442,17 @@ int omx_copy_live_useful(const struct omx_copy_calib *c)
  * The receiver's copy out stands for both copies (LIVE_TWO_COPIES of it): the sender's copy in
  * writes the lines the receiver last read, and moves them about as dearly. On the Zen 3 VM
  * (stop 62) the copy out of lines another thread had just written took 33-40 ns/KiB with the
- * vCPUs nearest (one core's two threads), 45-77 near, 110-150 (to 300) far apart; the model then
- * answers eager up to 128 KiB nearest, to 64 KiB near and to 16 KiB far apart, what the pairs of
- * bench/side_by_side found fastest in each state (16 KiB far apart: 5.6 us eager against 7.4 as
- * a rendezvous; 32 KiB 9.3 against 10.2; near, eager 2x faster to 128 KiB). Fed the sum of the
- * sender's and the receiver's times instead, the model chose the rendezvous near: a sender's
- * time of an eager medium sent among rendezvous reads slots out of every cache (13-52 us for 64
- * KiB, 6-20 in a stream of them).
+ * vCPUs nearest (one core's two threads) in a probe, 45-77 near, 110-150 (to 300) far apart; in
+ * the library the second fastest of four read ~35-50 near and ~100-125 far apart, where 2.5 x it
+ * answers eager up to 128 KiB near and to 16-32 KiB far apart (the model's steps: 128 KiB up to
+ * 120 ns/KiB for the two copies, 64 KiB to 180, 32 KiB to 280, 16 KiB to 480), what the pairs of
+ * bench/side_by_side found fastest in each state (eager 2x faster near to 128 KiB; far apart the
+ * rendezvous 30-70% faster at 64 KiB, 5-10% at 32 KiB, eager faster at 16 KiB). Fed the sum of the
+ * sender's and the receiver's times instead, the model chose the rendezvous near: a sender's time
+ * of an eager medium sent among rendezvous reads slots out of every cache (13-52 us for 64 KiB,
+ * 6-20 in a stream of them).
  */
-#define LIVE_TWO_COPIES 2.0
+#define LIVE_TWO_COPIES 2.5
 
 static int moved(uint32_t now, uint32_t then)
 {

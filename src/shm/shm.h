@@ -217,8 +217,8 @@ void omx_copy_choice_record(struct omx_copy_choice *c, uint32_t len, int single,
 #define OMX_COPY_LIVE_HI (128u << 10)
 /* With the rendezvous chosen, no medium of the band is sent and the receiver's figure ages: after
  * this long without an eager medium of OMX_COPY_LIVE_MIN bytes or more to the partner, the next
- * message of the band goes eager, to be timed (a few a second at most). */
-#define OMX_COPY_LIVE_STALE_NS 20000000u
+ * message of the band goes eager, to be timed (a hundred a second at most). */
+#define OMX_COPY_LIVE_STALE_NS 10000000u
 struct omx_copy_live {
 	uint64_t eager_at_ns;  /* when we last sent the partner an eager medium it may time */
 	uint64_t looked_at_ns; /* when a message of the band last went eager for that */
@@ -226,10 +226,21 @@ struct omx_copy_live {
 	int made;
 	uint32_t rndv, single_min; /* as omx_copy_policy's */
 };
-/* A figure (1/16 ns per KiB, 0 unknown) after a copy of len bytes taking ns: a faster sample is
- * taken as it is, a slower one counted for at most twice the figure (a preempted copy, a page
- * fault; a real move apart takes two samples). */
-uint32_t omx_copy_live_smooth(uint32_t v, uint32_t len, uint64_t ns);
+/* The receiver's figure: the second fastest of its last OMX_COPY_LIVE_SAMPLES samples (the only
+ * one while there is one), a window restarted after OMX_COPY_LIVE_WINDOW_NS without a sample. One
+ * state's samples spread over 2-3x on the Zen 3 VM (near 29-117 ns/KiB, most 30-80; far apart
+ * 84-240, most 100-160: the other thread's work on a shared core, a preemption, the first copies'
+ * page faults), and the fastest but one holds a state where one sample would not. */
+#define OMX_COPY_LIVE_SAMPLES 4
+#define OMX_COPY_LIVE_WINDOW_NS 50000000u
+struct omx_copy_live_out {
+	uint32_t s[OMX_COPY_LIVE_SAMPLES]; /* 1/16 ns per KiB */
+	uint32_t n;     /* samples taken in this window */
+	uint64_t at_ns; /* the last one's time */
+};
+/* Take a copy of len bytes that took ns at now_ns: the figure to publish (1/16 ns per KiB, never
+ * 0; the figure unchanged if len is 0). */
+uint32_t omx_copy_live_out_add(struct omx_copy_live_out *o, uint32_t len, uint64_t ns, uint64_t now_ns);
 /* Does the placement matter to omx_copy_policy's answer here (calibrated, and the kernel's copy
  * dear enough for the model to be asked at all)? */
 int omx_copy_live_useful(const struct omx_copy_calib *c);

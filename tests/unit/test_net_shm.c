@@ -821,18 +821,31 @@ static void copy_choice(void)
 /* The eager/rendezvous boundary from the receiver's copies of the moment (calib.c, stop 62). */
 static void copy_live(void)
 {
-	/* Smoothing: the first sample as it is, a faster one as it is, a slower one at most 2x. */
-	uint32_t v = omx_copy_live_smooth(0, 32768, 4096); /* 128 ns/KiB */
+	/* The receiver's figure: the second fastest of the last four samples (the only one first). */
+	struct omx_copy_live_out o;
+	memset(&o, 0, sizeof(o));
+	const uint64_t ms = 1000000;
+	CHECK(omx_copy_live_out_add(&o, 0, 5, 0) == 0); /* nothing yet */
+	uint32_t v = omx_copy_live_out_add(&o, 32768, 4096, 1 * ms); /* 128 ns/KiB */
 	CHECK(v == 128 * 16 + 1);
-	CHECK(omx_copy_live_smooth(v, 32768, 1024) == 32 * 16 + 1);
-	CHECK(omx_copy_live_smooth(v, 32768, 1000000) == 2 * v); /* preempted: twice, not 240x */
-	CHECK(omx_copy_live_smooth(v, 0, 5) == v);
-	CHECK(omx_copy_live_smooth(0, 8192, UINT64_MAX / 65536) == UINT32_MAX); /* no overflow into 0 */
+	CHECK(omx_copy_live_out_add(&o, 32768, 1024, 2 * ms) == 128 * 16 + 1); /* 32 and 128: 128 */
+	CHECK(omx_copy_live_out_add(&o, 32768, 1280, 3 * ms) == 40 * 16 + 1);  /* 32, 40, 128 */
+	CHECK(omx_copy_live_out_add(&o, 32768, 30000000, 4 * ms) == 40 * 16 + 1); /* a preempted copy: no move */
+	CHECK(omx_copy_live_out_add(&o, 32768, 1536, 5 * ms) == 40 * 16 + 1); /* 128 out: 32, 40, 48, 30 ms */
+	CHECK(omx_copy_live_out_add(&o, 32768, 4096, 6 * ms) == 48 * 16 + 1); /* 32 out: 40, 48, ..., 128 */
+	CHECK(omx_copy_live_out_add(&o, 32768, 4096, 7 * ms) == 128 * 16 + 1); /* moved apart: two samples */
+	CHECK(omx_copy_live_out_add(&o, 0, 5, 8 * ms) == 128 * 16 + 1); /* no sample: the figure */
+	for (int i = 0; i < 20; i++) /* the samples' ring wraps in step */
+		v = omx_copy_live_out_add(&o, 32768, 1024 * (uint64_t)(i % 4 + 1), (9 + i) * ms);
+	CHECK(v == 64 * 16 + 1); /* 32, 64, 96, 128 */
+	/* After OMX_COPY_LIVE_WINDOW_NS without a sample, the window starts again. */
+	CHECK(omx_copy_live_out_add(&o, 32768, 8192, 100 * ms) == 256 * 16 + 1);
+	CHECK(omx_copy_live_out_add(&o, 8192, UINT64_MAX / 65536, 101 * ms) == UINT32_MAX); /* no overflow into 0 */
 	/* The Zen 3 VM's calibration (stop 62, vCPUs near at the time: eager to 128 KiB, pulls).
-	 * Unknown figure: the calibration's answer. Nearest (37 ns/KiB out of the ring): the same.
-	 * Far apart (130): single copies, and the rendezvous from 32 KiB on (3224 + 32 x 117.9 =
-	 * 6997 ns against 32 x (2 x 130 + 30) = 9280; at 16 KiB 5110 against 4640). Further (300):
-	 * from 8 KiB. Between (70): from 64 KiB. */
+	 * Unknown figure: the calibration's answer. Near (37 ns/KiB out of the ring): the same. Far
+	 * apart (130): single copies from 8 KiB, the rendezvous above 16 KiB (where the single copy
+	 * wins: 3224 + 16 x 117.9 = 5110 ns against 16 x (2.5 x 130 + 30) = 5680 eager; at 8 KiB
+	 * 4167 against 2840). Further (300): above 8 KiB. Between (70): above 64 KiB. */
 	struct omx_copy_calib zen3 = { 1, 2224.0, 117.9, 31.8, 107.7, 0, 0 };
 	struct omx_copy_live l;
 	memset(&l, 0, sizeof(l));
@@ -841,15 +854,17 @@ static void copy_live(void)
 	omx_copy_live_policy(&l, &zen3, 37 * 16);
 	CHECK(l.rndv == 128 * 1024 && l.single_min == OMX_SINGLE_COPY_NEVER && l.made_out == 37 * 16);
 	omx_copy_live_policy(&l, &zen3, 130 * 16);
-	CHECK(l.rndv == 32 * 1024 && l.single_min == 16 * 1024);
+	CHECK(l.rndv == 16 * 1024 && l.single_min == 8 * 1024);
 	/* Within an eighth of the figure it was made from, not made again (the sender looks at every
 	 * message of the band). */
-	omx_copy_live_policy(&l, &zen3, 145 * 16);
-	CHECK(l.rndv == 32 * 1024 && l.made_out == 130 * 16);
+	omx_copy_live_policy(&l, &zen3, 100 * 16); /* remade: 32 KiB */
+	CHECK(l.rndv == 32 * 1024 && l.made_out == 100 * 16);
+	omx_copy_live_policy(&l, &zen3, 110 * 16); /* within an eighth of 100: kept */
+	CHECK(l.rndv == 32 * 1024 && l.made_out == 100 * 16);
 	omx_copy_live_policy(&l, &zen3, 300 * 16);
 	CHECK(l.rndv == 8 * 1024 && l.single_min == 0);
 	omx_copy_live_policy(&l, &zen3, 70 * 16);
-	CHECK(l.rndv == 64 * 1024 && l.single_min == 64 * 1024);
+	CHECK(l.rndv == 64 * 1024 && l.single_min == 32 * 1024);
 	omx_copy_live_policy(&l, &zen3, 0); /* unknown again (a receiver of an older library) */
 	CHECK(l.rndv == 128 * 1024 && l.made_out == 0);
 	/* Where the kernel's copy is cheap, the placement does not matter: not followed. */

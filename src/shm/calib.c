@@ -334,9 +334,16 @@ static int single_copy_beats_eager(const struct omx_copy_calib *c, uint32_t len)
  */
 #define CMA_DEAR_16K_NS 1300.0
 
+/* Is the model asked at all (measured, and a 16 KiB single copy dear)? Else the historical
+ * defaults, whatever the figures (and the placement: omx_copy_live_useful). */
+static int model_applies(const struct omx_copy_calib *c)
+{
+	return c->ok && c->cma_fixed_ns + 16.0 * c->cma_ns_per_kib >= CMA_DEAR_16K_NS;
+}
+
 void omx_copy_policy(const struct omx_copy_calib *c, uint32_t *rndv_threshold, uint32_t *single_copy_min)
 {
-	if (!c->ok || c->cma_fixed_ns + 16.0 * c->cma_ns_per_kib < CMA_DEAR_16K_NS) { /* the historical defaults */
+	if (!model_applies(c)) { /* the historical defaults */
 		*rndv_threshold = RNDV_FLOOR;
 		*single_copy_min = 0;
 		return;
@@ -435,7 +442,7 @@ uint32_t omx_copy_live_out_add(struct omx_copy_live_out *o, uint32_t len, uint64
 
 int omx_copy_live_useful(const struct omx_copy_calib *c)
 {
-	return c->ok && c->cma_fixed_ns + 16.0 * c->cma_ns_per_kib >= CMA_DEAR_16K_NS;
+	return model_applies(c);
 }
 
 /*
@@ -454,10 +461,11 @@ int omx_copy_live_useful(const struct omx_copy_calib *c)
  */
 #define LIVE_TWO_COPIES 2.5
 
+/* By more than an eighth (from or to 0, unknown, included: the difference is then the figure). */
 static int moved(uint32_t now, uint32_t then)
 {
 	uint32_t d = now > then ? now - then : then - now;
-	return (!now) != (!then) || d > then / 8;
+	return d > then / 8;
 }
 
 void omx_copy_live_policy(struct omx_copy_live *l, const struct omx_copy_calib *c, uint32_t out_ns_kib)

@@ -163,14 +163,20 @@ int omx__partner_shared(const struct omx_partner *p)
 }
 
 /* The chunks of a cooperative single copy of len bytes (0: none): a quarter of the message, at
- * least 64 KiB and at most OMX_SHARED_COOP_CHUNK. Each chunk is a process_vm_readv/writev call
- * (~1.3 us to enter on the AMD VM), so small chunks are dear on large messages (1 MiB in 64 KiB
- * chunks: 75 us, in 256 KiB: 60), and large ones leave one side idle at the end on small
- * messages (256 KiB: 27 us in 64 KiB chunks, 39 without cooperation). */
+ * least 64 KiB and at most OMX_SHARED_COOP_CHUNK; below 128 KiB, halves, from 64 KiB messages on.
+ * Each chunk is a process_vm_readv/writev call (~1.3 us to enter on the AMD VM), so small chunks
+ * are dear on large messages (1 MiB in 64 KiB chunks: 75 us, in 256 KiB: 60), and large ones
+ * leave one side idle at the end on small messages (256 KiB: 27 us in 64 KiB chunks, 39 without
+ * cooperation). Halves of 64 KiB took 0.87x the time of one call far apart; of 32 KiB, the same
+ * as one (stop 63). */
+#define COOP_HALVES_FROM (64u << 10)
+
 static uint32_t coop_chunk(uint64_t len)
 {
 	uint32_t max = omx__cfg.shared_coop_chunk, min = max < (64u << 10) ? max : 64u << 10;
 	uint64_t c = len / 4 < min ? min : len / 4 > max ? max : len / 4;
+	if (len < 2 * c && len >= COOP_HALVES_FROM && len / 2 <= max)
+		c = len / 2;
 	return max && len >= 2 * c ? (uint32_t)c : 0;
 }
 

@@ -89,6 +89,10 @@ check "large messages were copied once with process_vm_readv ($sc single copies,
 	test "${sc:-0}" -gt 0 -a "${fb:-1}" = 0
 cw=$(( $(summary random.a 7) + $(summary random.b 7) ))
 check "senders wrote part of the large single copies into their receivers' buffers ($cw bytes)" test "$cw" -gt 0
+# 64 KiB up to 128 KiB: shared in halves (stop 63; before, the receiver copied them alone)
+check "single copies of 64-128 KiB, checksums and order" pair halves -n 500 -z 65536,98304,131071 -w 8
+cw=$(( $(summary halves.a 7) + $(summary halves.b 7) ))
+check "senders wrote their half of 64-128 KiB single copies ($cw bytes)" test "$cw" -gt 0
 fr=$(summary random.a 1)
 check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:-0}" -gt 0
 

@@ -389,7 +389,7 @@ static int may_help_ask(pid_t pid)
 
 /* may_help_ask's answers, kept a while per thread. Its stat costs ~2 us on the AMD VM, and the
  * sender asks before its first chunk of every cooperative copy, which the receiver then waits
- * for: with the question in the path, 128 KiB took 1.26x the time far apart (docs/performance.md,
+ * for: with the question in the path, 128 KiB took 1.25x the time far apart (docs/performance.md,
  * stop 63). A process keeps its pid while it lives, and Linux hands pids out in turn, so an
  * answer kept MAY_HELP_KEEP_NS could only be about another process if the receiver died and its
  * pid came round again within that time. */

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "shm/ring_layout.h"
@@ -404,9 +403,7 @@ static int may_help(pid_t pid)
 		uint64_t at_ns;
 	} kept[MAY_HELP_KEPT];
 	static _Thread_local unsigned next;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t now = omx_shm_now_ns();
 	for (unsigned i = 0; i < MAY_HELP_KEPT; i++)
 		if (kept[i].pid == pid && now - kept[i].at_ns < MAY_HELP_KEEP_NS)
 			return kept[i].ok;

@@ -163,13 +163,14 @@ int omx__partner_shared(const struct omx_partner *p)
 }
 
 /* The chunks of a cooperative single copy of len bytes (0: none): a quarter of the message, at
- * least 64 KiB and at most OMX_SHARED_COOP_CHUNK; below 128 KiB, halves, from 64 KiB messages on.
+ * least 64 KiB and at most OMX_SHARED_COOP_CHUNK; below 128 KiB, halves, from 32 KiB messages on.
  * Each chunk is a process_vm_readv/writev call (~1.3 us to enter on the AMD VM), so small chunks
  * are dear on large messages (1 MiB in 64 KiB chunks: 75 us, in 256 KiB: 60), and large ones
  * leave one side idle at the end on small messages (256 KiB: 27 us in 64 KiB chunks, 39 without
- * cooperation). Halves of 64 KiB took 0.87x the time of one call far apart; of 32 KiB, the same
- * as one (stop 63). */
-#define COOP_HALVES_FROM (64u << 10)
+ * cooperation). Halves of 64 KiB took 0.87x the time of one call far apart (stop 63); of 32 and
+ * 48 KiB 0.93x and 0.86x once the sender's permission check no longer cost it ~2 us per message
+ * (may_help), of 16 KiB 1.02x (stop 64, docs/performance.md). */
+#define COOP_HALVES_FROM (32u << 10)
 
 static uint32_t coop_chunk(uint64_t len)
 {

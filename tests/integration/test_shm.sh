@@ -89,10 +89,14 @@ check "large messages were copied once with process_vm_readv ($sc single copies,
 	test "${sc:-0}" -gt 0 -a "${fb:-1}" = 0
 cw=$(( $(summary random.a 7) + $(summary random.b 7) ))
 check "senders wrote part of the large single copies into their receivers' buffers ($cw bytes)" test "$cw" -gt 0
-# 64 KiB up to 128 KiB: shared in halves (stop 63; before, the receiver copied them alone)
-check "single copies of 64-128 KiB, checksums and order" pair halves -n 500 -z 65536,98304,131071 -w 8
+# 32 KiB up to 128 KiB: shared in halves (from 64 KiB at stop 63, 32 KiB since stop 64; before,
+# the receiver copied them alone)
+check "single copies of 32-128 KiB, checksums and order" pair halves -n 500 -z 32768,49152,65536,98304,131071 -w 8
 cw=$(( $(summary halves.a 7) + $(summary halves.b 7) ))
-check "senders wrote their half of 64-128 KiB single copies ($cw bytes)" test "$cw" -gt 0
+check "senders wrote their half of 32-128 KiB single copies ($cw bytes)" test "$cw" -gt 0
+check "single copies of 32 and 48 KiB, checksums and order" pair halves32 -n 300 -z 32768,49152 -w 8
+cw=$(( $(summary halves32.a 7) + $(summary halves32.b 7) ))
+check "senders wrote their half of 32 and 48 KiB single copies ($cw bytes)" test "$cw" -gt 0
 fr=$(summary random.a 1)
 check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:-0}" -gt 0
 

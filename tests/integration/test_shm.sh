@@ -28,6 +28,10 @@ summary() {
 	sed -n "s/.*same-host summary: \([0-9]*\) frames through shared memory, \([0-9]*\) over the socket, \([0-9]*\) dead.*: \([0-9]*\) single copies ([0-9]* bytes), \([0-9]*\) fallbacks to pull, \([0-9]*\) pulled as the sender chose, \([0-9]*\) bytes written for receivers' single copies, \([0-9]*\) pulled as we chose.*/\1 \2 \3 \4 \5 \6 \7 \8/p" \
 		"$TMP/$1.log" | tail -n 1 | cut -d' ' -f"$2"
 }
+# sender_bytes NAME: bytes both ends of pair NAME wrote for their receivers' single copies
+sender_bytes() {
+	echo $(( $(summary "$1.a" 7) + $(summary "$1.b" 7) ))
+}
 # The single copy from the rendezvous threshold on, whatever this machine's measured policy
 # (OMX_SHARED_SINGLE_COPY_MIN, src/shm/calib.c) would choose; PAIR_ENV overrides.
 ALWAYS_ONE_COPY=(OMX_SHARED_RNDV_THRESHOLD=4096 OMX_SHARED_SINGLE_COPY_MIN=0)
@@ -87,15 +91,15 @@ sc=$(summary random.a 4)
 fb=$(summary random.a 5)
 check "large messages were copied once with process_vm_readv ($sc single copies, $fb fallbacks)" \
 	test "${sc:-0}" -gt 0 -a "${fb:-1}" = 0
-cw=$(( $(summary random.a 7) + $(summary random.b 7) ))
+cw=$(sender_bytes random)
 check "senders wrote part of the large single copies into their receivers' buffers ($cw bytes)" test "$cw" -gt 0
-# 32 KiB up to 128 KiB: shared in halves (from 64 KiB at stop 63, 32 KiB since stop 64; before,
-# the receiver copied them alone)
-check "single copies of 32-128 KiB, checksums and order" pair halves -n 500 -z 32768,49152,65536,98304,131071 -w 8
-cw=$(( $(summary halves.a 7) + $(summary halves.b 7) ))
-check "senders wrote their half of 32-128 KiB single copies ($cw bytes)" test "$cw" -gt 0
+# 32 KiB up to 128 KiB: shared in halves (64-128 KiB since stop 63, 32-64 KiB since stop 64;
+# before, the receiver copied them alone). Each range its own pair, so that each check pins it.
+check "single copies of 64-128 KiB, checksums and order" pair halves -n 500 -z 65536,98304,131071 -w 8
+cw=$(sender_bytes halves)
+check "senders wrote their half of 64-128 KiB single copies ($cw bytes)" test "$cw" -gt 0
 check "single copies of 32 and 48 KiB, checksums and order" pair halves32 -n 300 -z 32768,49152 -w 8
-cw=$(( $(summary halves32.a 7) + $(summary halves32.b 7) ))
+cw=$(sender_bytes halves32)
 check "senders wrote their half of 32 and 48 KiB single copies ($cw bytes)" test "$cw" -gt 0
 fr=$(summary random.a 1)
 check "frames went through the shared-memory ring (${fr:-?} frames)" test "${fr:-0}" -gt 0
@@ -135,12 +139,12 @@ check "same-host mediums (256 B, 1 KiB) came through the fast path (status $A$B,
 PAIR_ENV=("${ALWAYS_ONE_COPY[@]}" OMX_SHARED_COOP_CHUNK=0)
 check "senders not helping (OMX_SHARED_COOP_CHUNK=0): random sizes up to 4 MiB intact" \
 	pair nocoop -n "$N" -m 4194304 -w 16
-cw=$(( $(summary nocoop.a 7) + $(summary nocoop.b 7) ))
+cw=$(sender_bytes nocoop)
 sc=$(summary nocoop.a 4)
 check "senders not helping: single copies ($sc) and no byte written by a sender ($cw)" test "${sc:-0}" -gt 0 -a "$cw" = 0
 PAIR_ENV=("${ALWAYS_ONE_COPY[@]}" OMX_SHARED_COOP_CHUNK=4096)
 check "senders helping in 4 KiB chunks: random sizes up to 4 MiB intact" pair coop4k -n "$N" -m 4194304 -w 16
-cw=$(( $(summary coop4k.a 7) + $(summary coop4k.b 7) ))
+cw=$(sender_bytes coop4k)
 check "senders helping in 4 KiB chunks wrote part of the data ($cw bytes)" test "$cw" -gt 0
 
 # --- shared buffers (omx_shared_alloc, omx_stress -A): receivers read them from the sender's
@@ -151,7 +155,7 @@ check "shared buffers: every size class 32 B..4 MiB intact, in order" pair pools
 check "shared buffers: random sizes and matches up to 4 MiB, $N messages each way" pair pool -A -n "$N" -m 4194304 -w 16
 pc=$(( $(pool_copies pool.a) + $(pool_copies pool.b) ))
 sc=$(( $(summary pool.a 4) + $(summary pool.b 4) ))
-cw=$(( $(summary pool.a 7) + $(summary pool.b 7) ))
+cw=$(sender_bytes pool)
 check "shared buffers were read from the pools ($pc of $sc single copies), senders helped with memcpy ($cw bytes)" \
 	test "$pc" -gt 0 -a "$pc" = "$sc" -a "$cw" -gt 0
 PAIR_ENV=(OMX_SHARED_SINGLE_COPY=0)

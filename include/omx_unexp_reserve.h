@@ -17,7 +17,9 @@
  *   handler call: the caller receives the message the usual way).
  * - omx_irecv_reserved receives the message reserved under `key` into segs, as omx_irecvv would
  *   have (truncation, status, completion); the data is pulled from the sender then, straight into
- *   segs. OMX_BAD_ERROR if no message is reserved under `key` (each is taken once). If the
+ *   segs. OMX_BAD_ERROR if no message is reserved under `key` (each is taken once). Called on
+ *   another thread while the handler that reserved the message has not returned yet (the
+ *   message is queued only then), it waits for that handler. If the
  *   sender went away meanwhile (its endpoint closed, unreachable, a new session), the message is
  *   still there and its receive completes at once with that error, as a receive under way would.
  * - Keys are the caller's: any 64-bit value, unique among its live reservations (a pointer to

@@ -121,6 +121,12 @@ omx_return_t omx_irecv_reserved(omx_endpoint_t ep, uint64_t key, omx_seg_t *segs
 {
 	OMX_CHECK_EP(ep);
 	omx__eplock(&ep->lock);
+	/* The handler runs without the endpoint lock, and its message is queued as reserved only
+	 * once it has returned: a caller on another thread that saw the reservation (the provider,
+	 * whose handler already let go of its own lock) waits for that, or finds nothing. */
+	while (ep->in_handler && ep->handler_reserved && ep->handler_key == key &&
+	       !pthread_equal(ep->handler_thread, pthread_self()))
+		omx__epcond_wait(&ep->cond, &ep->lock, NULL);
 	union omx_request *u = NULL;
 	struct omx_list *pos;
 	for (pos = ep->reserved.next; pos != &ep->reserved; pos = pos->next) {

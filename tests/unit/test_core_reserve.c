@@ -3,8 +3,11 @@
  * in-memory hub: a handler reserves large messages, which then stay out of every omx match until
  * omx_irecv_reserved takes them (intact, truncated, discarded); eager messages and calls outside a
  * handler are refused; a reservation the handler then finishes is ignored; a bad key is an error;
- * and a message whose sender came back with a new session fails at once when taken.
+ * a message whose sender came back with a new session fails at once when taken; and a reservation
+ * taken by another thread while the handler that made it has not returned yet waits for it.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +27,37 @@ static uint64_t next_key = 1;
 static int finish_next; /* the handler returns RECV_FINISHED (after reserving) */
 static int handler_calls;
 
+/* The race case: the handler reserves, then lets taker() call omx_irecv_reserved while it has not
+ * returned (the message is not queued yet), and waits up to 500 ms for that call to return. */
+static int race_mode;
+static atomic_int race_go, race_done;
+static omx_return_t race_rc = OMX_BAD_ERROR;
+static omx_request_t race_req;
+static uint8_t *race_buf;
+
+static void *taker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&race_go))
+		;
+	omx_seg_t seg = {race_buf, BIG};
+	race_rc = omx_irecv_reserved(B, next_key, &seg, 1, NULL, &race_req);
+	atomic_store(&race_done, 1);
+	return NULL;
+}
+
 static omx_unexp_handler_action_t handler(void *ctx, omx_endpoint_addr_t src, uint64_t match, uint32_t len,
 					  void *data)
 {
 	(void)ctx, (void)src, (void)match, (void)len, (void)data;
 	handler_calls++;
 	last_reserve_rc = omx_unexp_reserve(B, next_key);
+	if (race_mode && len == BIG) {
+		race_mode = 0;
+		atomic_store(&race_go, 1);
+		for (uint64_t end = omx_now_ns() + 500000000ull; !atomic_load(&race_done) && omx_now_ns() < end;)
+			;
+	}
 	if (finish_next) {
 		finish_next = 0;
 		return OMX_UNEXP_HANDLER_RECV_FINISHED;
@@ -166,6 +194,27 @@ int main(void)
 	CHECK(omx_irecv_reserved(B, 5, &seg, 1, NULL, &rr) == OMX_SUCCESS);
 	CHECK(wait_req(B, &rr, &st, 1000) && st.code != OMX_SUCCESS && st.xfer_length == 0);
 	printf("# reserved message of a sender that came back: %s\n", omx_strerror(st.code));
+
+	/* taken by another thread before the handler that reserved it has returned: that call waits
+	 * for the message to be queued (it found nothing before: a provider's probe then reported a
+	 * message without its header, and its sender waited for ever) */
+	next_key = 7;
+	race_buf = calloc(1, BIG);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, taker, NULL) == 0);
+	omx_request_t rs;
+	CHECK(omx_irecv(B, small, sizeof(small), 0x70, ~0ull, NULL, &rs) == OMX_SUCCESS); /* A's last small one */
+	CHECK(wait_req(B, &rs, &st, 5000) && st.code == OMX_SUCCESS);
+	race_mode = 1;
+	sr = send_big(s, again, 0x80, 8);
+	CHECK(last_reserve_rc == OMX_SUCCESS);
+	pthread_join(t, NULL);
+	CHECK(race_rc == OMX_SUCCESS);
+	if (race_rc == OMX_SUCCESS)
+		CHECK(wait_req(B, &race_req, &st, 10000) && st.code == OMX_SUCCESS && st.xfer_length == BIG &&
+		      pattern_ok(race_buf, BIG, 8));
+	CHECK(wait_req(A, &sr, &st, 10000) && st.code == OMX_SUCCESS);
+	free(race_buf);
 
 	CHECK(omx_close_endpoint(A) == OMX_SUCCESS);
 	CHECK(omx_close_endpoint(B) == OMX_SUCCESS);

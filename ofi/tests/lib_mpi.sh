@@ -12,7 +12,7 @@
 #                            omx environment). Output in $TMP/NAME.log (on standard output if
 #                            MPI_OUT=-), rc of mpirun returned. Bounded by MPI_TIMEOUT seconds
 #                            (default 90). MPI_ENV: more "VAR=value" exported to the ranks.
-#                            A job still running 4 s before its time is up gets its ranks'
+#                            A job still running 4 s (20 s if MPI_TIMEOUT > 40) before its time is up gets its ranks'
 #                            stacks (gdb, if installed) and counters written to $TMP/NAME.hang.
 #   mpi_reap                 kill whatever is left in the namespaces (after a failed job)
 #
@@ -86,9 +86,13 @@ mpi_run() {
 	fi
 	local job=$! dog=
 	# A job about to time out: its stacks and counters, while it still hangs (in $TMP/NAME.hang).
+	# 20 s ahead where the job has time for it: gdb on four ranks and the counters take over 4 s,
+	# and the endpoints' state comes last.
+	local lead=4
+	[ "$MPI_TIMEOUT" -le 40 ] || lead=20
 	if command -v gdb >/dev/null && [ "$MPI_TIMEOUT" -gt 10 ]; then
 		(
-			for ((t = 0; t < MPI_TIMEOUT - 4; t++)); do
+			for ((t = 0; t < MPI_TIMEOUT - lead; t++)); do
 				sleep 1
 				kill -0 "$job" 2>/dev/null || exit 0
 			done

@@ -11,6 +11,13 @@
  *            before its first write): the kernel then pins 2 MiB pages instead of 4 KiB ones
  *            (what OMX_SHARED_HUGE_AFTER gives reused buffers of 1 MiB or more). Without huge
  *            pages in force (THP "never") it reads like cma.
+ *   cma-coop - the kernel's single copy shared by both CPUs, as omx's cooperative copy does
+ *            (docs/architecture.md, "Senders help"): huge-page buffers on both sides, the receiver
+ *            reads chunks of COOP_CHUNK from the front (process_vm_readv), the sender writes
+ *            chunks from the back into the receiver's buffer (process_vm_writev), both claiming
+ *            them from a shared window until they meet. The ceiling of omx's default large path.
+ *   memfd-coop - the same with memcpy, both buffers in memfds both processes map: the ceiling
+ *            of omx's path between buffers of its shared pool (omx_shared_alloc, the shared heap).
  *   two    - two copies, pipelined: the sender copies 32 KiB chunks into a shared buffer of 16
  *            chunks while the receiver copies earlier ones out (the shape of vader's two-copy
  *            path and of omx's pulls through its rings).
@@ -38,9 +45,10 @@
 #define CHUNK (32u * 1024u)
 #define CHUNKS 16u
 #define MAX_ROUNDS 64
+#define COOP_CHUNK (256u * 1024u) /* OMX_SHARED_COOP_CHUNK's default */
 
-enum { MODE_MEMFD, MODE_CMA, MODE_TWO, MODE_CMA_HUGE, MODES };
-static const char *const mode_name[MODES] = { "memfd", "cma", "two", "cma-huge" };
+enum { MODE_MEMFD, MODE_CMA, MODE_TWO, MODE_CMA_HUGE, MODE_CMA_COOP, MODE_MEMFD_COOP, MODES };
+static const char *const mode_name[MODES] = { "memfd", "cma", "two", "cma-huge", "cma-coop", "memfd-coop" };
 #define HUGE_PAGE (2u << 20)
 
 /* Shared by the two processes: the turn counter and the two-copy buffer's positions, each on its
@@ -49,6 +57,8 @@ struct ctl {
 	uint64_t turn __attribute__((aligned(64)));
 	uint64_t produced __attribute__((aligned(64)));
 	uint64_t consumed __attribute__((aligned(64)));
+	uint64_t window __attribute__((aligned(64))); /* cooperative modes: unclaimed [low 32, high 32) */
+	uint64_t done __attribute__((aligned(64)));   /* bytes both sides have copied */
 	pid_t pid[2];
 	double mbs[MODES][MAX_ROUNDS];
 };
@@ -114,6 +124,43 @@ static void two_recv(struct ctl *c, const uint8_t *chunks, uint8_t *dst, size_t 
 	}
 }
 
+/* Up to COOP_CHUNK unclaimed bytes of the window, from the front or the back: their length (0
+ * when none are left), their first byte in *at. */
+static uint64_t claim(struct ctl *c, int back, uint64_t *at)
+{
+	uint64_t w = load(&c->window), lo, hi, n;
+	do {
+		lo = w & 0xffffffffu;
+		hi = w >> 32;
+		if (lo >= hi)
+			return 0;
+		n = hi - lo < COOP_CHUNK ? hi - lo : COOP_CHUNK;
+	} while (!__atomic_compare_exchange_n(&c->window, &w, back ? lo | (hi - n) << 32 : (lo + n) | hi << 32, 0,
+					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	*at = back ? hi - n : lo;
+	return n;
+}
+
+/* One side's share of a cooperative copy: the sender (back) writes into the receiver's buffer,
+ * the receiver (front) reads from the sender's; with pid 0 both are mapped here (memcpy). */
+static void coop_copy(struct ctl *c, int back, pid_t pid, uint8_t *dst, uint8_t *src)
+{
+	uint64_t at, n;
+	while ((n = claim(c, back, &at))) {
+		if (!pid) {
+			memcpy(dst + at, src + at, n);
+		} else {
+			struct iovec l = { (back ? src : dst) + at, n }, r = { (back ? dst : src) + at, n };
+			ssize_t got = back ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
+			if (got != (ssize_t)n) {
+				perror("share_copy: process_vm_readv/writev");
+				exit(1);
+			}
+		}
+		__atomic_fetch_add(&c->done, n, __ATOMIC_ACQ_REL);
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -129,8 +176,8 @@ int main(int argc, char **argv)
 	size_t len = strtoull(argv[1], NULL, 0);
 	long iters = argc > 2 ? atol(argv[2]) : 100;
 	int rounds = argc > 3 ? atoi(argv[3]) : 9;
-	if (len == 0 || iters <= 0 || rounds <= 0 || rounds > MAX_ROUNDS) {
-		fprintf(stderr, "share_copy: length and iterations > 0, rounds 1..%d\n", MAX_ROUNDS);
+	if (len == 0 || len > UINT32_MAX || iters <= 0 || rounds <= 0 || rounds > MAX_ROUNDS) {
+		fprintf(stderr, "share_copy: length 1..2^32-1, iterations > 0, rounds 1..%d\n", MAX_ROUNDS);
 		return 2;
 	}
 	struct ctl *c = map_shared(sizeof(*c), -1);
@@ -147,19 +194,33 @@ int main(int argc, char **argv)
 		close(fd);
 		memset(shared_buf[i], 0x11 * (i + 1), len);
 	}
+	uint8_t *shared_recv[2]; /* memfd-coop: each side's receive buffer, mapped by both */
+	for (int i = 0; i < 2; i++) {
+		int fd = memfd_create("share_copy_recv", 0);
+		if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
+			perror("share_copy: memfd");
+			return 1;
+		}
+		shared_recv[i] = map_shared(len, fd);
+		close(fd);
+		memset(shared_recv[i], 0x55, len);
+	}
 	/* Allocated before the fork, at the same addresses in both processes (process_vm_readv
 	 * names the sender's); each side then writes its own, which gives it its own pages. */
 	uint8_t *recv_buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
 	for (int i = 0; i < 2; i++)
 		private_buf[i] = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
 	size_t huge_len = (len + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-	uint8_t *huge_buf[2];
+	uint8_t *huge_buf[2], *huge_recv;
 	for (int i = 0; i < 2; i++) {
 		huge_buf[i] = aligned_alloc(HUGE_PAGE, huge_len);
 		if (huge_buf[i])
 			(void)madvise(huge_buf[i], huge_len, MADV_HUGEPAGE); /* a hint: cma then */
 	}
-	if (!recv_buf || !private_buf[0] || !private_buf[1] || !huge_buf[0] || !huge_buf[1])
+	huge_recv = aligned_alloc(HUGE_PAGE, huge_len);
+	if (huge_recv)
+		(void)madvise(huge_recv, huge_len, MADV_HUGEPAGE);
+	if (!recv_buf || !private_buf[0] || !private_buf[1] || !huge_buf[0] || !huge_buf[1] || !huge_recv)
 		return 1;
 	c->pid[0] = getpid();
 	pid_t child = fork();
@@ -172,6 +233,7 @@ int main(int argc, char **argv)
 	memset(recv_buf, 0x33, len);
 	memset(private_buf[me], 0x22 * (me + 1), len);
 	memset(huge_buf[me], 0x44 * (me + 1), huge_len);
+	memset(huge_recv, 0x66, huge_len);
 	if (!me) {
 		c->pid[1] = child;
 		store(&c->turn, 1);
@@ -190,10 +252,19 @@ int main(int argc, char **argv)
 				if (it == 0)
 					t0 = now_s();
 				for (int sender = 0; sender < 2; sender++, turn += 2) {
+					int coop = m == MODE_CMA_COOP || m == MODE_MEMFD_COOP;
 					if (me == sender) {
+						if (coop) {
+							store(&c->done, 0);
+							store(&c->window, (uint64_t)len << 32);
+						}
 						store(&c->turn, turn + 1); /* the message is there to be taken */
 						if (m == MODE_TWO)
 							two_send(c, chunks, private_buf[me], len);
+						else if (m == MODE_CMA_COOP)
+							coop_copy(c, 1, c->pid[!me], huge_recv, huge_buf[me]);
+						else if (m == MODE_MEMFD_COOP)
+							coop_copy(c, 1, 0, shared_recv[!me], shared_buf[me]);
 						while (load(&c->turn) < turn + 2)
 							;
 						continue;
@@ -209,6 +280,13 @@ int main(int argc, char **argv)
 							perror("share_copy: process_vm_readv");
 							exit(1);
 						}
+					} else if (coop) {
+						if (m == MODE_CMA_COOP)
+							coop_copy(c, 0, c->pid[sender], huge_recv, huge_buf[sender]);
+						else
+							coop_copy(c, 0, 0, shared_recv[me], shared_buf[sender]);
+						while (load(&c->done) < len) /* the sender's last chunk */
+							;
 					} else {
 						two_recv(c, chunks, recv_buf, len);
 					}
@@ -224,6 +302,7 @@ int main(int argc, char **argv)
 	free(private_buf[1]);
 	free(huge_buf[0]);
 	free(huge_buf[1]);
+	free(huge_recv);
 	if (me)
 		return 0;
 	int status;

@@ -298,14 +298,9 @@ void omx__config_load_open(void)
 	c->shared_coop_chunk = env_u32("OMX_SHARED_COOP_CHUNK", NULL, 256u << 10);
 	if (c->shared_coop_chunk && c->shared_coop_chunk < 4096)
 		c->shared_coop_chunk = 4096;
-	/* auto: half the last-level cache, at least 2 MiB. Below it a message and its receive
-	 * buffer fit in that cache together, and caching stores leave them there: on the Zen 5 VM
-	 * (32 MiB L3) shared-buffer copies of 2 / 4 / 8 MiB took 21 / 39-40 / 121-131 us with
-	 * regular stores against 51-52 / 98-101 / 276-283 with streaming ones, pulls 50 / 86-93 /
-	 * 274-285 against 57-64 / 86-93 / 279-318; from 16 MiB the two read alike (stop 51). */
+	/* auto: from the last-level cache (omx_copy_nt_auto, shm/copy.c). */
 	if (env_auto("OMX_SHARED_NT_THRESHOLD")) {
-		uint64_t half = omx_copy_llc_bytes() / 2;
-		c->shared_nt_threshold = half > (2u << 20) ? half : 2u << 20;
+		c->shared_nt_threshold = omx_copy_nt_auto(omx_copy_llc_bytes());
 	} else {
 		c->shared_nt_threshold = env_u32("OMX_SHARED_NT_THRESHOLD", NULL, 2u << 20);
 	}

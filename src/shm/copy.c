@@ -60,6 +60,26 @@ uint64_t omx_copy_llc_bytes(void)
 	return best;
 }
 
+/*
+ * OMX_SHARED_NT_THRESHOLD's auto: half the last-level cache, at least 2 MiB, at most
+ * NT_AUTO_MAX. Below it a message and its receive buffer fit in that cache together, and caching
+ * stores leave them there: on the Zen 5 VM (32 MiB L3) shared-buffer copies of 2 / 4 / 8 MiB
+ * took 21 / 39-40 / 121-131 us with regular stores against 51-52 / 98-101 / 276-283 with
+ * streaming ones, pulls 50 / 86-93 / 274-285 against 57-64 / 86-93 / 279-318; from 16 MiB the
+ * two read alike (docs/performance.md, stop 51). The bound: a VM's sysfs may list its host's
+ * cache, shared with other guests (the Intel VM: 480 MiB), and there copies of 32 / 64 MiB
+ * between shared buffers took 0.70 / 0.76x the time with streaming stores, pulls 0.91 /
+ * 0.88x, while 16 MiB read alike (stop 66).
+ */
+#define NT_AUTO_MIN (2ull << 20)
+#define NT_AUTO_MAX (32ull << 20)
+
+uint64_t omx_copy_nt_auto(uint64_t llc_bytes)
+{
+	uint64_t half = llc_bytes / 2;
+	return half < NT_AUTO_MIN ? NT_AUTO_MIN : half > NT_AUTO_MAX ? NT_AUTO_MAX : half;
+}
+
 int omx_copy_nt_available(void)
 {
 	return HAVE_NT;

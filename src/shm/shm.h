@@ -148,6 +148,7 @@ void omx_memcpy(void *dst, const void *src, size_t n);
 void omx_copy_set_nt_threshold(uint64_t bytes); /* 0 = never */
 uint64_t omx_copy_nt_threshold(void);
 uint64_t omx_copy_llc_bytes(void); /* the last-level cache (sysfs, CPU 0); 0 if unknown */
+uint64_t omx_copy_nt_auto(uint64_t llc_bytes); /* OMX_SHARED_NT_THRESHOLD=auto for that cache */
 int omx_copy_nt_available(void);
 /* Whether producers take their next ring slot's lines for writing with empty-mask stores (ring.c;
  * x86-64 with AVX-512 VL + BW) rather than PREFETCHW: on by default, off with 0. */

@@ -632,6 +632,11 @@ static void copy_engines(void)
 		}
 	omx_copy_set_nt_threshold(0);
 	omx_copy(dst, src, 1000, 1 << 20);
+	/* auto: half the cache, within [2 MiB, 32 MiB] (a VM listing its host's 480 MiB: 32) */
+	CHECK(omx_copy_nt_auto(0) == 2u << 20);
+	CHECK(omx_copy_nt_auto(1u << 20) == 2u << 20);
+	CHECK(omx_copy_nt_auto(32u << 20) == 16u << 20);
+	CHECK(omx_copy_nt_auto(480ull << 20) == 32u << 20);
 	CHECK(memcmp(dst, src, 1000) == 0);
 	/* omx_memcpy: every relative offset modulo 4 KiB near the slow window (1-31) and outside */
 	size_t lens[] = { 0, 63, 2047, 2048, 4096, 8968, 65537 };

@@ -89,6 +89,20 @@ static void *map_shared(size_t len, int fd)
 	return p;
 }
 
+/* len bytes of a new memfd, mapped shared (the child inherits the mapping), filled with `fill`. */
+static uint8_t *memfd_buffer(size_t len, int fill)
+{
+	int fd = memfd_create("share_copy", 0);
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
+		perror("share_copy: memfd");
+		exit(1);
+	}
+	uint8_t *p = map_shared(len, fd);
+	close(fd);
+	memset(p, fill, len);
+	return p;
+}
+
 static uint64_t load(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -182,28 +196,12 @@ int main(int argc, char **argv)
 	}
 	struct ctl *c = map_shared(sizeof(*c), -1);
 	uint8_t *chunks = map_shared((size_t)CHUNK * CHUNKS, -1);
-	/* Each side's send buffer, both kinds: in a memfd both map, and private (for cma). */
-	uint8_t *shared_buf[2], *private_buf[2];
+	/* Each side's send buffer, both kinds: in a memfd both map, and private (for cma); and for
+	 * memfd-coop each side's receive buffer in a memfd. */
+	uint8_t *shared_buf[2], *private_buf[2], *shared_recv[2];
 	for (int i = 0; i < 2; i++) {
-		int fd = memfd_create("share_copy", 0);
-		if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
-			perror("share_copy: memfd");
-			return 1;
-		}
-		shared_buf[i] = map_shared(len, fd);
-		close(fd);
-		memset(shared_buf[i], 0x11 * (i + 1), len);
-	}
-	uint8_t *shared_recv[2]; /* memfd-coop: each side's receive buffer, mapped by both */
-	for (int i = 0; i < 2; i++) {
-		int fd = memfd_create("share_copy_recv", 0);
-		if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
-			perror("share_copy: memfd");
-			return 1;
-		}
-		shared_recv[i] = map_shared(len, fd);
-		close(fd);
-		memset(shared_recv[i], 0x55, len);
+		shared_buf[i] = memfd_buffer(len, 0x11 * (i + 1));
+		shared_recv[i] = memfd_buffer(len, 0x55);
 	}
 	/* Allocated before the fork, at the same addresses in both processes (process_vm_readv
 	 * names the sender's); each side then writes its own, which gives it its own pages. */
